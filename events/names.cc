@@ -1,0 +1,125 @@
+#include <type_traits>
+
+#include "events/event.h"
+
+namespace attune {
+
+const char* body_name(const Body& body) {
+  static constexpr const char* kNames[] = {
+      "CampaignOpened",  "CandidateProposed", "LaunchRefused",
+      "LaunchAdmitted",  "JobSubmitted",      "JobStarted",
+      "JobFinished",     "RunMeasured",       "RunFailed",
+      "Charged",         "BandSet",           "VerdictRecorded",
+      "ProfileAnalyzed", "StopRecorded",      "ConvergenceChecked",
+      "RecipeShipped",   "AccessDenied",      "LeverRuleLearned"};
+  static_assert(std::size(kNames) == std::variant_size_v<Body>);
+  return kNames[body.index()];
+}
+
+const char* to_string(RunPurpose value) {
+  switch (value) {
+    case RunPurpose::kCalibration:
+      return "calibration";
+    case RunPurpose::kSearch:
+      return "search";
+    case RunPurpose::kCheck:
+      return "check";
+    case RunPurpose::kRetry:
+      return "retry";
+  }
+  return "?";
+}
+
+const char* to_string(ObjectiveClass value) {
+  switch (value) {
+    case ObjectiveClass::kStructural:
+      return "structural";
+    case ObjectiveClass::kSameMath:
+      return "same-math";
+    case ObjectiveClass::kNumeric:
+      return "numeric";
+    case ObjectiveClass::kOther:
+      return "other";
+  }
+  return "?";
+}
+
+const char* to_string(FailureClass value) {
+  switch (value) {
+    case FailureClass::kOom:
+      return "oom";
+    case FailureClass::kHang:
+      return "hang";
+    case FailureClass::kCrash:
+      return "crash";
+    case FailureClass::kInfra:
+      return "infra";
+  }
+  return "?";
+}
+
+const char* to_string(RefusalReason value) {
+  switch (value) {
+    case RefusalReason::kDuplicate:
+      return "duplicate";
+    case RefusalReason::kMultipleLevers:
+      return "multiple-levers";
+    case RefusalReason::kLayer1:
+      return "layer1";
+    case RefusalReason::kBudget:
+      return "budget";
+    case RefusalReason::kConcurrency:
+      return "concurrency";
+    case RefusalReason::kInvalid:
+      return "invalid";
+  }
+  return "?";
+}
+
+const char* to_string(Account value) {
+  switch (value) {
+    case Account::kTuner:
+      return "tuner";
+    case Account::kInfra:
+      return "infra";
+  }
+  return "?";
+}
+
+const char* to_string(Verdict value) {
+  switch (value) {
+    case Verdict::kNewLeader:
+      return "new-leader";
+    case Verdict::kNotBetter:
+      return "not-better";
+    case Verdict::kFailed:
+      return "failed";
+    case Verdict::kCalibration:
+      return "calibration";
+  }
+  return "?";
+}
+
+const char* to_string(StopReason value) {
+  switch (value) {
+    case StopReason::kBudgetSpent:
+      return "budget-spent";
+    case StopReason::kTunerStopped:
+      return "tuner-stopped";
+    case StopReason::kOperator:
+      return "operator";
+  }
+  return "?";
+}
+
+const char* to_string(ChangeKind value) {
+  switch (value) {
+    case ChangeKind::kFlag:
+      return "flag";
+    case ChangeKind::kEnv:
+      return "env";
+  }
+  return "?";
+}
+
+}  // namespace attune

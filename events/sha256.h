@@ -1,0 +1,20 @@
+// SHA-256 digests (OpenSSL EVP), used for the ledger's hash chain and canonical recipe hashes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace attune {
+
+using Digest = std::array<std::uint8_t, 32>;
+
+// Digest of the concatenation of the given byte ranges.
+Digest sha256(std::span<const std::span<const std::uint8_t>> parts);
+Digest sha256(std::string_view bytes);
+
+std::string to_hex(std::span<const std::uint8_t> bytes);
+
+}  // namespace attune

@@ -1,1 +1,35 @@
-int main() { return 0; }
+// attune: tunes a working Megatron-LM training recipe for throughput inside a GPU-hour budget,
+// and ships a faster recipe only when the correctness gate passes it.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "tools/attune/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "attune tunes a working Megatron-LM training recipe for throughput, unattended, inside a "
+      "GPU-hour budget, and ships the faster recipe only when a correctness gate proves it "
+      "still trains the same objective.",
+      "attune"};
+  app.set_version_flag("--version", std::string("attune ") + ATTUNE_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  int exit_code = attune::cli::kExitOk;
+  attune::cli::add_campaign_commands(app, exit_code);
+  attune::cli::add_view_commands(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return attune::cli::fail(std::string(e.what()) + " (see attune --help)");
+  }
+  return exit_code;
+}

@@ -1,0 +1,395 @@
+#include "core/campaign_file.h"
+
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "events/event_store.h"
+#include "events/sha256.h"
+
+namespace attune {
+namespace {
+
+constexpr std::uint32_t kGpusMax = 1u << 20;
+constexpr std::uint32_t kStepsPerRunMax = 100000;
+constexpr std::uint32_t kConcurrencyMax = 256;
+
+Result<std::string> read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot read " + what);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// Reads typed keys from one TOML table, reporting the first problem with file, line and key.
+class TableReader {
+ public:
+  TableReader(const toml::table* table, std::string file, std::string section, int line)
+      : table_(table), file_(std::move(file)), section_(std::move(section)), line_(line) {}
+
+  bool present(std::string_view key) const { return table_ && table_->contains(key); }
+
+  std::optional<Error> text(std::string_view key, std::string& out, bool required) {
+    const toml::node* node = find(key);
+    if (!node) return required ? missing(key, "a string") : std::nullopt;
+    if (auto value = node->value<std::string>()) {
+      if (value->empty()) return wrong(*node, key, "a non-empty string", "an empty string");
+      out = *value;
+      return std::nullopt;
+    }
+    return wrong(*node, key, "a string", type_name(*node));
+  }
+
+  std::optional<Error> count(std::string_view key, std::uint32_t& out, bool required,
+                             std::uint32_t min, std::uint32_t max) {
+    const toml::node* node = find(key);
+    if (!node) return required ? missing(key, "an integer") : std::nullopt;
+    auto value = node->value_exact<std::int64_t>();
+    if (!value) return wrong(*node, key, "an integer", type_name(*node));
+    if (*value < min || *value > max) {
+      return wrong(*node, key,
+                   "an integer from " + std::to_string(min) + " to " + std::to_string(max),
+                   std::to_string(*value));
+    }
+    out = static_cast<std::uint32_t>(*value);
+    return std::nullopt;
+  }
+
+  std::optional<Error> seed(std::string_view key, std::uint64_t& out) {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    auto value = node->value_exact<std::int64_t>();
+    if (!value || *value < 0) {
+      return wrong(*node, key, "a non-negative integer",
+                   value ? std::to_string(*value) : type_name(*node));
+    }
+    out = static_cast<std::uint64_t>(*value);
+    return std::nullopt;
+  }
+
+  std::optional<Error> fraction(std::string_view key, double& out, double min, double max) {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    auto value = node->value<double>();
+    if (!value) return wrong(*node, key, "a number", type_name(*node));
+    if (!(*value >= min && *value <= max)) {
+      std::ostringstream range;
+      range << "a number from " << min << " to " << max;
+      std::ostringstream found;
+      found << *value;
+      return wrong(*node, key, range.str(), found.str());
+    }
+    out = *value;
+    return std::nullopt;
+  }
+
+  std::optional<Error> unknown_keys(const std::set<std::string_view>& known) const {
+    if (!table_) return std::nullopt;
+    for (const auto& [key, node] : *table_) {
+      if (!known.contains(key.str())) {
+        return make_error(file_ + ":" + std::to_string(node.source().begin.line) + ": " +
+                          qualified(key.str()) + ": unknown key (expected one of " + join(known) +
+                          ")");
+      }
+    }
+    return std::nullopt;
+  }
+
+  const toml::node* find(std::string_view key) const { return table_ ? table_->get(key) : nullptr; }
+
+  Error wrong(const toml::node& node, std::string_view key, const std::string& expected,
+              const std::string& found) const {
+    return make_error(file_ + ":" + std::to_string(node.source().begin.line) + ": " +
+                      qualified(key) + ": expected " + expected + ", found " + found);
+  }
+
+  Error missing(std::string_view key, const std::string& expected) const {
+    return make_error(file_ + ":" + std::to_string(line_) + ": " + qualified(key) +
+                      ": missing, expected " + expected);
+  }
+
+ private:
+  std::string qualified(std::string_view key) const {
+    return section_.empty() ? std::string(key) : "[" + section_ + "] " + std::string(key);
+  }
+
+  static std::string type_name(const toml::node& node) {
+    switch (node.type()) {
+      case toml::node_type::string:
+        return "a string";
+      case toml::node_type::integer:
+        return "an integer";
+      case toml::node_type::floating_point:
+        return "a float";
+      case toml::node_type::boolean:
+        return "a boolean";
+      case toml::node_type::table:
+        return "a table";
+      case toml::node_type::array:
+        return "an array";
+      default:
+        return "a date or time";
+    }
+  }
+
+  static std::string join(const std::set<std::string_view>& keys) {
+    std::string out;
+    for (std::string_view key : keys) {
+      if (!out.empty()) out += ", ";
+      out += key;
+    }
+    return out;
+  }
+
+  const toml::table* table_;
+  std::string file_;
+  std::string section_;
+  int line_;
+};
+
+#define ATTUNE_TRY(expr)           \
+  do {                             \
+    if (auto failure_ = (expr)) {  \
+      return std::move(*failure_); \
+    }                              \
+  } while (false)
+
+std::string resolve_relative(const std::string& campaign_path, const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(campaign_path).parent_path() / p).lexically_normal().string();
+}
+
+}  // namespace
+
+Result<CampaignSpec> parse_campaign_file(const std::string& path) {
+  Result<std::string> bytes = read_file(path, "the campaign file");
+  if (!bytes.ok()) return make_error(bytes.error());
+  return parse_campaign_text(bytes.value(), path);
+}
+
+Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    return make_error(path + ":" + std::to_string(e.source().begin.line) +
+                      ": invalid TOML: " + std::string(e.description()));
+  }
+  CampaignSpec spec;
+  spec.path = path;
+  spec.file_hash = to_hex(sha256(text));
+
+  auto section = [&](std::string_view name, bool required,
+                     const toml::table*& out) -> std::optional<Error> {
+    const toml::node* node = root.get(name);
+    if (!node) {
+      if (required) {
+        return make_error(path + ":1: [" + std::string(name) + "]: missing, expected a table");
+      }
+      out = nullptr;
+      return std::nullopt;
+    }
+    out = node->as_table();
+    if (!out) {
+      return make_error(path + ":" + std::to_string(node->source().begin.line) + ": " +
+                        std::string(name) + ": expected a table");
+    }
+    return std::nullopt;
+  };
+
+  TableReader top(&root, path, "", 1);
+  ATTUNE_TRY(top.unknown_keys({"name", "cluster", "workload", "baseline", "policy", "budget", "run",
+                               "band", "tuner", "seeds"}));
+  ATTUNE_TRY(top.text("name", spec.name, true));
+  if (!is_valid_campaign_name(spec.name)) {
+    return top.wrong(*root.get("name"), "name", "1-48 characters of [A-Za-z0-9._-]",
+                     "'" + spec.name + "'");
+  }
+
+  const toml::table* cluster = nullptr;
+  ATTUNE_TRY(section("cluster", true, cluster));
+  TableReader c(cluster, path, "cluster", 1);
+  ATTUNE_TRY(c.unknown_keys({"model", "hardware", "gpus", "launcher"}));
+  ATTUNE_TRY(c.text("model", spec.model, true));
+  ATTUNE_TRY(c.text("hardware", spec.hardware, true));
+  ATTUNE_TRY(c.count("gpus", spec.gpus, true, 1, kGpusMax));
+  ATTUNE_TRY(c.text("launcher", spec.launcher, false));
+  if (spec.launcher != "sim" && spec.launcher != "local" && spec.launcher != "slurm") {
+    return c.wrong(*c.find("launcher"), "launcher", "one of sim, local, slurm",
+                   "'" + spec.launcher + "'");
+  }
+
+  const toml::table* workload = nullptr;
+  ATTUNE_TRY(section("workload", true, workload));
+  TableReader w(workload, path, "workload", 1);
+  ATTUNE_TRY(w.unknown_keys({"seq_length", "global_batch", "precision", "data"}));
+  ATTUNE_TRY(w.count("seq_length", spec.seq_length, true, 1, 1u << 24));
+  ATTUNE_TRY(w.count("global_batch", spec.global_batch, true, 1, 1u << 24));
+  ATTUNE_TRY(w.text("precision", spec.precision, false));
+  if (spec.precision != "bf16" && spec.precision != "fp8") {
+    return w.wrong(*w.find("precision"), "precision", "bf16 or fp8", "'" + spec.precision + "'");
+  }
+  ATTUNE_TRY(w.text("data", spec.data, false));
+
+  const toml::table* baseline = nullptr;
+  ATTUNE_TRY(section("baseline", true, baseline));
+  TableReader b(baseline, path, "baseline", 1);
+  ATTUNE_TRY(b.unknown_keys({"recipe", "recipe_file"}));
+  if (b.present("recipe") == b.present("recipe_file")) {
+    return make_error(path + ":" + std::to_string(baseline->source().begin.line) +
+                      ": [baseline]: expected exactly one of recipe or recipe_file");
+  }
+  if (b.present("recipe")) {
+    std::string recipe_text;
+    ATTUNE_TRY(b.text("recipe", recipe_text, true));
+    const int first_line = b.find("recipe")->source().begin.line;
+    Result<Recipe> recipe = parse_recipe(
+        recipe_text, path + " [baseline] recipe (from line " + std::to_string(first_line) + ")");
+    if (!recipe.ok()) return make_error(recipe.error());
+    spec.baseline = std::move(recipe).value();
+    spec.baseline_source = "inline";
+  } else {
+    std::string recipe_path;
+    ATTUNE_TRY(b.text("recipe_file", recipe_path, true));
+    recipe_path = resolve_relative(path, recipe_path);
+    Result<std::string> recipe_text = read_file(recipe_path, "the baseline recipe file");
+    if (!recipe_text.ok()) return make_error(recipe_text.error());
+    Result<Recipe> recipe = parse_recipe(recipe_text.value(), recipe_path);
+    if (!recipe.ok()) return make_error(recipe.error());
+    spec.baseline = std::move(recipe).value();
+    spec.baseline_source = recipe_path;
+  }
+
+  const toml::table* policy = nullptr;
+  ATTUNE_TRY(section("policy", false, policy));
+  TableReader p(policy, path, "policy", 1);
+  ATTUNE_TRY(p.unknown_keys({"file"}));
+  if (p.present("file")) {
+    ATTUNE_TRY(p.text("file", spec.policy_path, true));
+    spec.policy_path = resolve_relative(path, spec.policy_path);
+    Result<std::string> policy_bytes = read_file(spec.policy_path, "the policy file");
+    if (!policy_bytes.ok()) return make_error(policy_bytes.error());
+    spec.policy_bytes = std::move(policy_bytes).value();
+    spec.policy_name = std::filesystem::path(spec.policy_path).stem().string();
+  }
+
+  const toml::table* budget = nullptr;
+  ATTUNE_TRY(section("budget", true, budget));
+  TableReader g(budget, path, "budget", 1);
+  ATTUNE_TRY(g.unknown_keys({"gpu_hours", "reserve_checks"}));
+  const toml::node* hours = g.find("gpu_hours");
+  if (!hours) return g.missing("gpu_hours", "a number of GPU-hours or \"auto\"");
+  if (auto word = hours->value<std::string>()) {
+    if (*word != "auto") {
+      return g.wrong(*hours, "gpu_hours", "a number of GPU-hours or \"auto\"", "'" + *word + "'");
+    }
+    spec.budget_auto = true;
+  } else if (auto number = hours->value<double>()) {
+    if (!(*number > 0.0 && *number < 1e9)) {
+      return g.wrong(*hours, "gpu_hours", "a positive number of GPU-hours or \"auto\"",
+                     std::to_string(*number));
+    }
+    spec.budget_auto = false;
+    spec.budget_gpu_hours = *number;
+  } else {
+    return g.wrong(*hours, "gpu_hours", "a number of GPU-hours or \"auto\"", "another type");
+  }
+  ATTUNE_TRY(g.count("reserve_checks", spec.reserve_checks, false, 0, 3));
+
+  const toml::table* run = nullptr;
+  ATTUNE_TRY(section("run", false, run));
+  TableReader r(run, path, "run", 1);
+  ATTUNE_TRY(r.unknown_keys({"concurrency", "steps", "window_first_step", "window_last_step",
+                             "check_steps", "hang_timeout_minutes", "calibration_runs"}));
+  ATTUNE_TRY(r.count("concurrency", spec.concurrency, false, 1, kConcurrencyMax));
+  ATTUNE_TRY(r.count("steps", spec.steps_per_run, false, 2, kStepsPerRunMax));
+  ATTUNE_TRY(r.count("window_first_step", spec.window_first_step, false, 1, kStepsPerRunMax));
+  ATTUNE_TRY(r.count("window_last_step", spec.window_last_step, false, 1, kStepsPerRunMax));
+  ATTUNE_TRY(r.count("check_steps", spec.check_steps, false, 2, kStepsPerRunMax));
+  ATTUNE_TRY(r.count("hang_timeout_minutes", spec.hang_timeout_minutes, false, 1, 24 * 60));
+  ATTUNE_TRY(r.count("calibration_runs", spec.calibration_runs, false, 2, 100));
+  if (spec.window_first_step > spec.window_last_step ||
+      spec.window_last_step > spec.steps_per_run) {
+    return make_error(path + ":" + std::to_string(run ? run->source().begin.line : 1) +
+                      ": [run] window: expected 1 <= window_first_step <= window_last_step <= "
+                      "steps, found " +
+                      std::to_string(spec.window_first_step) + ".." +
+                      std::to_string(spec.window_last_step) + " of " +
+                      std::to_string(spec.steps_per_run));
+  }
+
+  const toml::table* band = nullptr;
+  ATTUNE_TRY(section("band", false, band));
+  TableReader n(band, path, "band", 1);
+  ATTUNE_TRY(n.unknown_keys({"floor", "k"}));
+  ATTUNE_TRY(n.fraction("floor", spec.band_floor_fraction, 0.0, 1.0));
+  ATTUNE_TRY(n.fraction("k", spec.band_k, 0.0, 100.0));
+
+  const toml::table* tuner = nullptr;
+  ATTUNE_TRY(section("tuner", false, tuner));
+  TableReader t(tuner, path, "tuner", 1);
+  ATTUNE_TRY(t.text("name", spec.tuner, false));
+  if (tuner) {
+    std::ostringstream options;
+    options << *tuner;
+    spec.tuner_options_toml = options.str();
+  }
+
+  const toml::table* seeds = nullptr;
+  ATTUNE_TRY(section("seeds", false, seeds));
+  TableReader s(seeds, path, "seeds", 1);
+  ATTUNE_TRY(s.unknown_keys({"seed", "reality"}));
+  ATTUNE_TRY(s.seed("seed", spec.seed));
+  ATTUNE_TRY(s.seed("reality", spec.reality_seed));
+  return spec;
+}
+
+bool is_valid_campaign_name(std::string_view name) {
+  return !name.empty() && name.size() <= 48 && is_valid_campaign_id(name);
+}
+
+std::string campaign_id_for(const CampaignSpec& spec) {
+  const std::string material = spec.file_hash + "/" + std::to_string(spec.seed);
+  return spec.name + "-" + to_hex(sha256(material)).substr(0, 8);
+}
+
+CampaignOpened campaign_opened(const CampaignSpec& spec) {
+  CampaignOpened opened;
+  opened.name = spec.name;
+  opened.model = spec.model;
+  opened.hardware = spec.hardware;
+  opened.gpu_count = spec.gpus;
+  opened.seq_length = spec.seq_length;
+  opened.global_batch = spec.global_batch;
+  opened.precision = spec.precision;
+  opened.data = spec.data;
+  opened.baseline_recipe = canonical_text(spec.baseline);
+  opened.baseline_recipe_hash = recipe_hash(spec.baseline);
+  opened.policy_name = spec.policy_name;
+  opened.policy_hash = to_hex(sha256(spec.policy_bytes));
+  opened.budget_auto = spec.budget_auto;
+  opened.budget_gpu_hours = spec.budget_gpu_hours;
+  opened.reserve_checks = spec.reserve_checks;
+  opened.concurrency = spec.concurrency;
+  opened.steps_per_run = spec.steps_per_run;
+  opened.window_first_step = spec.window_first_step;
+  opened.window_last_step = spec.window_last_step;
+  opened.check_steps = spec.check_steps;
+  opened.hang_timeout_minutes = spec.hang_timeout_minutes;
+  opened.band_floor_fraction = spec.band_floor_fraction;
+  opened.band_k = spec.band_k;
+  opened.calibration_runs = spec.calibration_runs;
+  opened.tuner = spec.tuner;
+  opened.seed = spec.seed;
+  opened.reality_seed = spec.reality_seed;
+  opened.campaign_file_hash = spec.file_hash;
+  opened.launcher = spec.launcher;
+  return opened;
+}
+
+}  // namespace attune

@@ -1,0 +1,73 @@
+// The campaign file: what a user writes to start a campaign (TOML), parsed and validated.
+//
+// parse_campaign_file() reads the file and every file it names (recipe file, policy file), and
+// reports the first problem as one line naming the file, the line, the key and what was
+// expected. The result is plain data; opening the campaign in the ledger is the control plane's
+// job (CampaignOpened is built from it by campaign_opened()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "events/event.h"
+#include "events/recipe.h"
+#include "events/result.h"
+
+namespace attune {
+
+struct CampaignSpec {
+  std::string path;  // the campaign file as given
+  std::string name;
+  std::string model;     // preset name or path of a model TOML file
+  std::string hardware;  // preset name or path of a hardware TOML file
+  std::uint32_t gpus = 0;
+  std::string launcher = "sim";
+
+  std::uint32_t seq_length = 0;
+  std::uint32_t global_batch = 0;
+  std::string precision = "bf16";
+  std::string data = "synthetic";
+
+  Recipe baseline;
+  std::string baseline_source;  // "inline" or the recipe file's path
+
+  std::string policy_name = "default";
+  std::string policy_path;   // empty for the built-in default policy
+  std::string policy_bytes;  // the policy file's contents ("" for the default)
+
+  bool budget_auto = true;
+  double budget_gpu_hours = 0.0;
+  std::uint32_t reserve_checks = 3;
+
+  std::uint32_t concurrency = 3;
+  std::uint32_t steps_per_run = 14;
+  std::uint32_t window_first_step = 4;
+  std::uint32_t window_last_step = 13;
+  std::uint32_t check_steps = 20;
+  std::uint32_t hang_timeout_minutes = 30;
+  std::uint32_t calibration_runs = 5;
+  double band_floor_fraction = 0.03;
+  double band_k = 3.0;
+
+  std::string tuner = "random";
+  std::string tuner_options_toml;  // the [tuner] table as TOML text, for the tuner to read
+
+  std::uint64_t seed = 1;
+  std::uint64_t reality_seed = 0;
+
+  std::string file_hash;  // hex SHA-256 of the campaign file's bytes
+};
+
+Result<CampaignSpec> parse_campaign_file(const std::string& path);
+Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::string& path);
+
+// Campaign names are 1-48 characters of [A-Za-z0-9._-].
+bool is_valid_campaign_name(std::string_view name);
+
+// The campaign id is deterministic: the name, then 8 hex digits of the file hash and the seed.
+std::string campaign_id_for(const CampaignSpec& spec);
+
+CampaignOpened campaign_opened(const CampaignSpec& spec);
+
+}  // namespace attune

@@ -1,0 +1,113 @@
+// EventStore: the append-only ledger. One stream of hash-chained events per campaign, in RocksDB.
+//
+// Owns the RocksDB instance in one folder. append() is atomic (one WriteBatch per group of
+// appends), refuses on a version conflict, and is durable when it returns: a single writer thread
+// drains every pending append into one WriteBatch written with a synced WAL (group commit), so a
+// burst of appends from one or many threads shares one fsync. Subscribers are called on a
+// separate notifier thread, in commit order, after the events are durable; a subscriber may
+// append. Thread-safe: every public method may be called from any thread.
+//
+// A database folder is held by one writing process at a time (RocksDB's LOCK file); a second
+// writer gets an error naming the folder. Read-only handles may be opened alongside a writer and
+// see the ledger as it was when they opened.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "events/event.h"
+#include "events/result.h"
+
+namespace attune {
+
+// One stored event as raw bytes, keyed by its sequence number (what verification reads).
+struct RawRecord {
+  std::uint64_t key_sequence = 0;
+  std::string bytes;
+};
+
+// What verify_chain finds. ok() when the chain is intact and matches the stored head.
+struct ChainReport {
+  std::uint64_t events_verified = 0;
+  std::vector<std::string> findings;  // one line each: which event and what is wrong
+  bool ok() const { return findings.empty(); }
+};
+
+// Verifies a campaign's records: every record decodes, sequence numbers run 1, 2, ... with no
+// gap, each event names the campaign, links to its predecessor's hash, carries the hash of its
+// own canonical bytes, and re-encodes to exactly the stored bytes. head_sequence/head_hash are
+// the stored head (the last acknowledged event), which catches a removed tail. Pure.
+ChainReport verify_records(std::string_view campaign_id, std::span<const RawRecord> records,
+                           std::uint64_t head_sequence, const Digest& head_hash);
+
+// Campaign ids are 1-64 characters of [A-Za-z0-9._-].
+bool is_valid_campaign_id(std::string_view campaign_id);
+
+class EventStore {
+ public:
+  struct Options {
+    bool read_only = false;
+    bool sync = true;  // fsync the WAL on every commit group; only benchmarks turn this off
+    std::size_t appends_per_group_max = 4096;
+  };
+  using Subscriber = std::function<void(const std::vector<Envelope>&)>;
+  using SubscriptionId = std::uint64_t;
+  static constexpr std::uint64_t kToEnd = std::numeric_limits<std::uint64_t>::max();
+
+  // Opens (creating it unless read-only) the ledger in `dir`.
+  static Result<std::unique_ptr<EventStore>> open(const std::string& dir, Options options);
+  static Result<std::unique_ptr<EventStore>> open(const std::string& dir) {
+    return open(dir, Options{});
+  }
+  ~EventStore();
+  EventStore(const EventStore&) = delete;
+  EventStore& operator=(const EventStore&) = delete;
+
+  // Appends `events` to the campaign's stream if its current version (the sequence number of its
+  // last event, 0 for a new campaign) equals expected_version. Returns the recorded envelopes.
+  Result<std::vector<Envelope>> append(std::string_view campaign_id, std::uint64_t expected_version,
+                                       std::vector<NewEvent> events);
+  // The same, without waiting: the future resolves once the events are durable (or refused).
+  std::future<Result<std::vector<Envelope>>> append_async(std::string_view campaign_id,
+                                                          std::uint64_t expected_version,
+                                                          std::vector<NewEvent> events);
+
+  // Events with from <= sequence <= to, in order.
+  Result<std::vector<Envelope>> read(std::string_view campaign_id, std::uint64_t from = 1,
+                                     std::uint64_t to = kToEnd) const;
+  // Calls `visit` for each event in order without holding them all; stops at the first error.
+  Status for_each(std::string_view campaign_id,
+                  const std::function<void(const Envelope&)>& visit) const;
+  Result<std::vector<RawRecord>> read_raw(std::string_view campaign_id) const;
+
+  // The sequence number of the campaign's last event; 0 if it has none.
+  Result<std::uint64_t> version(std::string_view campaign_id) const;
+  Result<std::vector<std::string>> list_campaigns() const;
+  Result<ChainReport> verify_chain(std::string_view campaign_id) const;
+
+  // Calls `subscriber` with every batch of events appended from now on (all campaigns).
+  SubscriptionId subscribe(Subscriber subscriber);
+  void unsubscribe(SubscriptionId id);
+  // Blocks until every committed batch has been delivered to the subscribers.
+  void wait_for_notifications();
+
+  // Replaces one stored record's bytes, bypassing every check. Tamper tests only.
+  Status overwrite_raw_for_testing(std::string_view campaign_id, std::uint64_t key_sequence,
+                                   std::string_view bytes);
+  Status delete_raw_for_testing(std::string_view campaign_id, std::uint64_t key_sequence);
+
+  struct Impl;
+
+ private:
+  explicit EventStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attune

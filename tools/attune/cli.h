@@ -1,0 +1,39 @@
+// Shared plumbing of the attune command line: one-line errors, ledger opening, output.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "events/event_store.h"
+#include "events/result.h"
+
+namespace CLI {
+class App;
+}
+
+namespace attune::cli {
+
+// Exit codes: 0 success, 1 the command's answer is "no" (refused, inconsistent, failed),
+// 2 bad input or an operating error.
+constexpr int kExitOk = 0;
+constexpr int kExitNo = 1;
+constexpr int kExitError = 2;
+
+// Prints "attune: MESSAGE" as one line on stderr and returns kExitError.
+int fail(const std::string& message);
+
+// Opens the ledger in `dir` read-only (views never write).
+Result<std::unique_ptr<EventStore>> open_ledger_read_only(const std::string& dir);
+
+// The campaign to show: `requested` if given (it must exist), else the only campaign in the
+// ledger; an error names the campaigns when there are several.
+Result<std::string> pick_campaign(const EventStore& store,
+                                  const std::optional<std::string>& requested);
+
+// Subcommand registration. Each sets `exit_code` when its command runs.
+void add_view_commands(CLI::App& app, int& exit_code);      // status, replay, audit, ledger
+void add_campaign_commands(CLI::App& app, int& exit_code);  // campaign run
+
+}  // namespace attune::cli

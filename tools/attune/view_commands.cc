@@ -1,0 +1,261 @@
+// Views rebuilt from the ledger: status, replay, audit, ledger export. They open the ledger
+// read-only, so they work beside a running campaign and never change it.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "events/event_json.h"
+#include "events/sha256.h"
+#include "projections/campaign_view.h"
+#include "projections/number_format.h"
+#include "projections/render.h"
+#include "tools/attune/cli.h"
+
+namespace attune::cli {
+namespace {
+
+struct ViewOptions {
+  std::string db;
+  std::optional<std::string> campaign;
+  bool json = false;
+};
+
+void add_common(CLI::App* command, ViewOptions& options, bool campaign_required) {
+  command->add_option("--db", options.db, "Ledger folder (a RocksDB database)")->required();
+  auto* campaign = command->add_option("--campaign", options.campaign, "Campaign id");
+  if (campaign_required) campaign->required();
+  command->add_flag("--json", options.json, "Machine-readable output");
+}
+
+struct LoadedCampaign {
+  std::unique_ptr<EventStore> store;
+  std::string campaign_id;
+};
+
+Result<LoadedCampaign> load(const ViewOptions& options) {
+  auto store = open_ledger_read_only(options.db);
+  if (!store.ok()) return make_error(store.error());
+  auto campaign = pick_campaign(**store, options.campaign);
+  if (!campaign.ok()) return make_error(campaign.error());
+  return LoadedCampaign{std::move(store).value(), campaign.value()};
+}
+
+Result<CampaignView> fold_campaign(const EventStore& store, const std::string& campaign_id) {
+  CampaignView view = initial_view();
+  Status status = store.for_each(campaign_id, [&](const Envelope& event) { evolve(view, event); });
+  if (!status.ok()) return make_error(status.error());
+  return view;
+}
+
+int run_status(const ViewOptions& options) {
+  auto store = open_ledger_read_only(options.db);
+  if (!store.ok()) return fail(store.error());
+  std::vector<std::string> campaigns;
+  if (options.campaign) {
+    auto picked = pick_campaign(**store, options.campaign);
+    if (!picked.ok()) return fail(picked.error());
+    campaigns.push_back(picked.value());
+  } else {
+    auto all = (*store)->list_campaigns();
+    if (!all.ok()) return fail(all.error());
+    if (all->empty()) return fail("the ledger " + options.db + " holds no campaign");
+    campaigns = all.value();
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& campaign_id : campaigns) {
+    auto view = fold_campaign(**store, campaign_id);
+    if (!view.ok()) return fail(view.error());
+    if (options.json) {
+      out.push_back(to_json(view.value()));
+    } else {
+      std::cout << render_status_text(view.value());
+      if (campaigns.size() > 1) std::cout << "\n";
+    }
+  }
+  if (options.json) std::cout << (options.campaign ? out.front() : out).dump(2) << "\n";
+  return kExitOk;
+}
+
+int run_replay(const ViewOptions& options) {
+  auto loaded = load(options);
+  if (!loaded.ok()) return fail(loaded.error());
+  auto chain = loaded->store->verify_chain(loaded->campaign_id);
+  if (!chain.ok()) return fail(chain.error());
+  auto view = fold_campaign(*loaded->store, loaded->campaign_id);
+  if (!view.ok()) return fail(view.error());
+  if (options.json) {
+    nlohmann::json out = to_json(view.value());
+    out["chain"] = {{"ok", chain->ok()},
+                    {"events_verified", chain->events_verified},
+                    {"findings", chain->findings}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << render_status_text(view.value()) << "\n" << render_ledger_text(view.value());
+    std::cout << "\nhash chain: " << (chain->ok() ? "intact" : "BROKEN") << ", "
+              << chain->events_verified << " events verified\n";
+    for (const std::string& finding : chain->findings) std::cout << "  " << finding << "\n";
+  }
+  if (!chain->ok()) {
+    std::cerr << "attune: the hash chain of campaign " << loaded->campaign_id
+              << " is broken: " << chain->findings.front() << "\n";
+    return kExitNo;
+  }
+  return kExitOk;
+}
+
+int run_audit(const ViewOptions& options) {
+  auto loaded = load(options);
+  if (!loaded.ok()) return fail(loaded.error());
+  auto chain = loaded->store->verify_chain(loaded->campaign_id);
+  if (!chain.ok()) return fail(chain.error());
+  // A stream that does not decode is itself an inconsistency, reported by the chain check.
+  CampaignView view = initial_view();
+  if (chain->ok()) {
+    auto folded = fold_campaign(*loaded->store, loaded->campaign_id);
+    if (!folded.ok()) return fail(folded.error());
+    view = std::move(folded).value();
+  }
+  const Audit& audit = view.audit;
+  const bool consistent = chain->ok() && audit.findings.empty();
+  if (options.json) {
+    nlohmann::json out;
+    out["campaign_id"] = loaded->campaign_id;
+    out["consistent"] = consistent;
+    out["chain"] = {{"ok", chain->ok()},
+                    {"events_verified", chain->events_verified},
+                    {"findings", chain->findings}};
+    out["findings"] = nlohmann::json::array();
+    for (const AuditFinding& finding : audit.findings) {
+      out["findings"].push_back({{"sequence", finding.sequence}, {"message", finding.message}});
+    }
+    out["charges"] = nlohmann::json::array();
+    for (const ChargeEntry& charge : audit.charges) {
+      out["charges"].push_back({{"sequence", charge.sequence},
+                                {"run_id", charge.run_id},
+                                {"account", to_string(charge.account)},
+                                {"gpus", charge.gpus},
+                                {"admitted_at_unix_ns", charge.admitted_at_unix_ns},
+                                {"released_at_unix_ns", charge.released_at_unix_ns},
+                                {"gpu_hours", charge.gpu_hours}});
+    }
+    out["refused_launches"] = nlohmann::json::array();
+    for (const RefusalEntry& refusal : audit.refusals) {
+      out["refused_launches"].push_back({{"sequence", refusal.sequence},
+                                         {"proposal_id", refusal.proposal_id},
+                                         {"reason", to_string(refusal.reason)},
+                                         {"detail", refusal.detail}});
+    }
+    out["access_denied"] = nlohmann::json::array();
+    for (const AccessDeniedEntry& denied : audit.access_denied) {
+      out["access_denied"].push_back({{"sequence", denied.sequence},
+                                      {"actor", denied.actor},
+                                      {"object", denied.object},
+                                      {"rule", denied.rule}});
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "audit of campaign " << loaded->campaign_id << "\n";
+    std::cout << "hash chain: " << (chain->ok() ? "intact" : "BROKEN") << ", "
+              << chain->events_verified << " events verified\n";
+    for (const std::string& finding : chain->findings) std::cout << "  " << finding << "\n";
+    std::cout << "charges (" << audit.charges.size() << "):\n";
+    for (const ChargeEntry& charge : audit.charges) {
+      std::cout << "  #" << charge.sequence << " run " << charge.run_id << " "
+                << to_string(charge.account) << " " << charge.gpus << " GPUs, admitted "
+                << charge.admitted_at_unix_ns << " ns, released " << charge.released_at_unix_ns
+                << " ns, " << format_fixed(charge.gpu_hours, 3) << " GPU-hours\n";
+    }
+    std::cout << "refused launches (" << audit.refusals.size() << "):\n";
+    for (const RefusalEntry& refusal : audit.refusals) {
+      std::cout << "  #" << refusal.sequence << " proposal " << refusal.proposal_id << " "
+                << to_string(refusal.reason) << ": " << refusal.detail << "\n";
+    }
+    std::cout << "access denied (" << audit.access_denied.size() << "):\n";
+    for (const AccessDeniedEntry& denied : audit.access_denied) {
+      std::cout << "  #" << denied.sequence << " " << denied.actor << " tried " << denied.object
+                << " (" << denied.rule << ")\n";
+    }
+    std::cout << "inconsistencies (" << audit.findings.size() << "):\n";
+    for (const AuditFinding& finding : audit.findings) {
+      std::cout << "  #" << finding.sequence << " " << finding.message << "\n";
+    }
+    std::cout << (consistent ? "consistent\n" : "INCONSISTENT\n");
+  }
+  if (!consistent) {
+    std::cerr << "attune: campaign " << loaded->campaign_id << " is inconsistent: "
+              << (chain->ok() ? audit.findings.front().message : chain->findings.front()) << "\n";
+    return kExitNo;
+  }
+  return kExitOk;
+}
+
+int run_export(const ViewOptions& options, const std::string& format, const std::string& output) {
+  if (format != "jsonl" && format != "csv") {
+    return fail("--format: expected jsonl or csv, found '" + format + "'");
+  }
+  auto loaded = load(options);
+  if (!loaded.ok()) return fail(loaded.error());
+  std::ofstream file;
+  if (!output.empty()) {
+    file.open(output, std::ios::binary | std::ios::trunc);
+    if (!file) return fail(output + ": cannot write the export");
+  }
+  std::ostream& out = output.empty() ? std::cout : file;
+  if (format == "csv") out << event_csv_header() << "\n";
+  Status status = loaded->store->for_each(loaded->campaign_id, [&](const Envelope& event) {
+    if (format == "csv") {
+      out << event_to_csv_row(event) << "\n";
+    } else {
+      out << event_to_json(event).dump() << "\n";
+    }
+  });
+  if (!status.ok()) return fail(status.error());
+  out.flush();
+  if (!out) return fail("writing the export failed");
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_view_commands(CLI::App& app, int& exit_code) {
+  auto status_options = std::make_shared<ViewOptions>();
+  CLI::App* status = app.add_subcommand(
+      "status",
+      "Show a campaign's state rebuilt from the ledger (all campaigns without --campaign)");
+  add_common(status, *status_options, false);
+  status->callback([&exit_code, status_options] { exit_code = run_status(*status_options); });
+
+  auto replay_options = std::make_shared<ViewOptions>();
+  CLI::App* replay = app.add_subcommand(
+      "replay",
+      "Verify the hash chain and rebuild every projection from the ledger; exit 1 if the chain "
+      "is broken");
+  add_common(replay, *replay_options, false);
+  replay->callback([&exit_code, replay_options] { exit_code = run_replay(*replay_options); });
+
+  auto audit_options = std::make_shared<ViewOptions>();
+  CLI::App* audit = app.add_subcommand(
+      "audit",
+      "Verify the chain and list every charge, refused launch and access denial; exit 1 on any "
+      "inconsistency");
+  add_common(audit, *audit_options, false);
+  audit->callback([&exit_code, audit_options] { exit_code = run_audit(*audit_options); });
+
+  CLI::App* ledger = app.add_subcommand("ledger", "Work with the ledger itself");
+  ledger->require_subcommand(1);
+  auto export_options = std::make_shared<ViewOptions>();
+  auto format = std::make_shared<std::string>("jsonl");
+  auto output = std::make_shared<std::string>();
+  CLI::App* export_command = ledger->add_subcommand(
+      "export", "Write every event of a campaign, decoded, as JSON lines or CSV");
+  add_common(export_command, *export_options, false);
+  export_command->add_option("--format", *format, "jsonl (default) or csv");
+  export_command->add_option("--output,-o", *output, "Write to this file instead of stdout");
+  export_command->callback([&exit_code, export_options, format, output] {
+    exit_code = run_export(*export_options, *format, *output);
+  });
+}
+
+}  // namespace attune::cli

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Sets up attune on a fresh Debian machine and runs it. As root (or with sudo available).
+#
+#   tools/setup.sh main   install dependencies, build, run the main job (a campaign on the
+#                         embedded default: simulated cluster, local RocksDB ledger)
+#   tools/setup.sh test   install dependencies, build, run the whole test suite
+#   tools/setup.sh deps   only install dependencies
+#   tools/setup.sh build  only build (build/, every binary in build/bin/)
+#
+# Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), JOBS.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+JOBS=${JOBS:-$(nproc)}
+
+# Every dependency is a Debian package; nothing is downloaded from anywhere else.
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config clang-format
+  librocksdb-dev capnproto libcapnp-dev libboost-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
+  libssl-dev zlib1g-dev
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_deps() {
+  local missing=()
+  for package in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all ${#PACKAGES[@]} Debian packages are installed"
+    return
+  fi
+  echo "setup: installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+}
+
+build() {
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+run_tests() {
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 900
+}
+
+main_job() {
+  local ledger="$BUILD_DIR/ledgers/$(date -u +%Y%m%dT%H%M%SZ)"
+  mkdir -p "$(dirname "$ledger")"
+  "$BUILD_DIR/bin/attune" campaign run examples/qwen3-30b-a3b-h100x16.toml --db "$ledger"
+}
+
+case "${1:-}" in
+  main) install_deps; build; main_job ;;
+  test) install_deps; build; run_tests ;;
+  deps) install_deps ;;
+  build) build ;;
+  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

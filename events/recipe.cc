@@ -1,0 +1,579 @@
+#include "events/recipe.h"
+
+#include <cassert>
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "events/arg_catalog.h"
+#include "events/sha256.h"
+
+namespace attune {
+namespace {
+
+// Launch scripts are a few kilobytes; anything this large is not a recipe.
+constexpr std::size_t kRecipeBytesMax = std::size_t{1} << 20;
+
+// ---- Shell words --------------------------------------------------------------------------------
+
+struct Word {
+  std::string text;              // after quote and escape removal
+  int line = 0;                  // the line the word starts on, from 1
+  bool quoted = false;           // some character came from quotes or a backslash escape
+  std::size_t plain_prefix = 0;  // leading characters of text that were neither quoted nor escaped
+  bool ends_command = false;     // a newline or ';' follows: a shell command ends here
+};
+
+struct Failure {
+  int line = 0;
+  std::string message;
+};
+
+enum class Comments : std::uint8_t { kAllowed, kLiteral };
+
+// Splits shell text into words. Appends to `words`; returns the first failure, if any.
+std::optional<Failure> split_words(std::string_view text, Comments comments,
+                                   std::vector<Word>& words) {
+  int line = 1;
+  Word current;
+  bool in_word = false;
+  const auto start_word = [&] {
+    if (in_word) return;
+    current = Word{};
+    current.line = line;
+    in_word = true;
+  };
+  const auto end_word = [&] {
+    if (!in_word) return;
+    words.push_back(std::move(current));
+    in_word = false;
+  };
+  const auto end_command = [&] {
+    end_word();
+    if (!words.empty()) words.back().ends_command = true;
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '\\') {
+      std::size_t next = i + 1;
+      while (next < text.size() &&
+             (text[next] == ' ' || text[next] == '\t' || text[next] == '\r')) {
+        ++next;
+      }
+      if (next == text.size() || text[next] == '\n') {
+        // A line continuation. Blanks after the backslash are a common paste accident, so they are
+        // tolerated rather than read as an escaped blank.
+        if (next < text.size()) ++line;
+        i = next + 1;
+        continue;
+      }
+      start_word();
+      current.quoted = true;
+      current.text += text[i + 1];
+      i += 2;
+    } else if (c == '\n') {
+      end_command();
+      ++line;
+      ++i;
+    } else if (c == ';') {
+      end_command();
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      end_word();
+      ++i;
+    } else if (c == '#' && !in_word && comments == Comments::kAllowed) {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '\'') {
+      const int open_line = line;
+      start_word();
+      current.quoted = true;
+      const std::size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return Failure{open_line, "unterminated ' quote"};
+      for (std::size_t k = i + 1; k < close; ++k) {
+        if (text[k] == '\n') ++line;
+        current.text += text[k];
+      }
+      i = close + 1;
+    } else if (c == '"') {
+      const int open_line = line;
+      start_word();
+      current.quoted = true;
+      ++i;
+      bool closed = false;
+      while (i < text.size() && !closed) {
+        const char d = text[i];
+        const char e = i + 1 < text.size() ? text[i + 1] : '\0';
+        if (d == '"') {
+          closed = true;
+          ++i;
+        } else if (d == '\\' && e == '\n') {
+          ++line;
+          i += 2;
+        } else if (d == '\\' && (e == '"' || e == '\\' || e == '$' || e == '`')) {
+          current.text += e;
+          i += 2;
+        } else {
+          if (d == '\n') ++line;
+          current.text += d;
+          ++i;
+        }
+      }
+      if (!closed) return Failure{open_line, "unterminated \" quote"};
+    } else {
+      start_word();
+      if (!current.quoted) ++current.plain_prefix;
+      current.text += c;
+      ++i;
+    }
+  }
+  end_command();
+  return std::nullopt;
+}
+
+bool is_shell_safe(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == '/' || c == ':' || c == ',' || c == '+' || c == '@' ||
+         c == '%';
+}
+
+// The word as the shell reads it back: bare when safe, else single-quoted.
+std::string quote_word(std::string_view word) {
+  bool safe = !word.empty();
+  for (const char c : word) safe = safe && is_shell_safe(c);
+  if (safe) return std::string(word);
+  std::string quoted = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  quoted += '\'';
+  return quoted;
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string joined;
+  for (const std::string& word : words) {
+    if (!joined.empty()) joined += ' ';
+    joined += quote_word(word);
+  }
+  return joined;
+}
+
+// ---- Names and values ---------------------------------------------------------------------------
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool valid_env_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (const char c : name) {
+    if (!is_name_char(c)) return false;
+  }
+  return true;
+}
+
+// A flag name after its "--": a letter, digit or '_' first, then also '-' and '.'.
+bool valid_flag_name(std::string_view name) {
+  if (name.empty() || !is_name_char(name[0])) return false;
+  for (const char c : name) {
+    if (!is_name_char(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+bool is_flag_word(std::string_view word) { return word.starts_with("--"); }
+
+std::optional<std::string> canonical_int(std::string_view text) {
+  bool negative = false;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    negative = text[0] == '-';
+    text.remove_prefix(1);
+  }
+  if (text.empty()) return std::nullopt;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  while (text.size() > 1 && text[0] == '0') text.remove_prefix(1);
+  if (text == "0") return "0";
+  return (negative ? "-" : "") + std::string(text);
+}
+
+std::optional<std::string> canonical_float(std::string_view text) {
+  // from_chars reads what Python's float() reads (decimal, exponent, inf, nan) but a '+'.
+  if (text.starts_with('+')) {
+    text.remove_prefix(1);
+    if (text.starts_with('+') || text.starts_with('-')) return std::nullopt;
+  }
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  char buffer[64];
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
+  assert(written.ec == std::errc());
+  return std::string(buffer, written.ptr);
+}
+
+// The canonical form of one value of `info`, or what was expected instead.
+Result<std::string> canonical_value(const ArgInfo& info, std::string_view spelling,
+                                    std::string_view text) {
+  std::string value(text);
+  if (info.value_kind == ArgValueKind::kInt) {
+    std::optional<std::string> normalised = canonical_int(text);
+    if (!normalised) {
+      return make_error(std::string(spelling) + " expects an integer, found '" + value + "'");
+    }
+    value = *normalised;
+  } else if (info.value_kind == ArgValueKind::kFloat) {
+    std::optional<std::string> normalised = canonical_float(text);
+    if (!normalised) {
+      return make_error(std::string(spelling) + " expects a float, found '" + value + "'");
+    }
+    value = *normalised;
+  }
+  if (info.choices.empty()) return value;
+  for (const std::string& choice : info.choices) {
+    // Compare normalised forms so "03" matches the int choice "3".
+    const bool numeric = info.value_kind == ArgValueKind::kInt;
+    if (value == (numeric ? canonical_int(choice).value_or(choice) : choice)) return value;
+  }
+  std::string allowed;
+  for (const std::string& choice : info.choices) allowed += (allowed.empty() ? "" : "|") + choice;
+  return make_error(std::string(spelling) + " expects one of " + allowed + ", found '" + value +
+                    "'");
+}
+
+Status check_value_count(const ArgInfo& info, std::string_view spelling, std::size_t count) {
+  const std::string name(spelling);
+  if (count >= info.value_count_min && count <= info.value_count_max) return Ok{};
+  if (!info.multi_value) return make_error(name + " expects a value, found none");
+  if (info.value_count_min == info.value_count_max) {
+    return make_error(name + " expects " + std::to_string(info.value_count_min) +
+                      " values, found " + std::to_string(count));
+  }
+  return make_error(name + " expects at least " + std::to_string(info.value_count_min) +
+                    (info.value_count_min == 1 ? " value" : " values") + ", found " +
+                    (count == 0 ? std::string("none") : std::to_string(count)));
+}
+
+Status check_not_flag_like(std::string_view spelling, std::string_view value) {
+  if (!is_flag_word(value)) return Ok{};
+  return make_error(std::string(spelling) + " value may not begin with '--', found '" +
+                    std::string(value) + "'");
+}
+
+// The canonical value of a catalog flag given the words that followed it.
+Result<std::string> canonical_values(const ArgInfo& info, std::string_view spelling,
+                                     const std::vector<std::string>& texts) {
+  if (Status count = check_value_count(info, spelling, texts.size()); !count.ok()) {
+    return make_error(count.error());
+  }
+  std::vector<std::string> values;
+  for (const std::string& text : texts) {
+    Result<std::string> value = canonical_value(info, spelling, text);
+    if (!value.ok()) return make_error(value.error());
+    values.push_back(std::move(value).value());
+  }
+  if (!info.multi_value) return values.empty() ? std::string() : values.front();
+  return join_words(values);
+}
+
+// "--name" for a flag given with any number of leading dashes, or why it is not a flag name.
+Result<std::string> flag_spelling(std::string_view flag) {
+  std::string_view name = flag;
+  while (name.starts_with('-')) name.remove_prefix(1);
+  if (!valid_flag_name(name)) {
+    return make_error("invalid flag name '" + std::string(flag) + "'");
+  }
+  return "--" + std::string(name);
+}
+
+ObjectiveClass flag_class(std::string_view flag) {
+  const ArgInfo* info = ArgCatalog::megatron().find(flag);
+  return info == nullptr ? ObjectiveClass::kNumeric : info->objective_class;
+}
+
+// ---- Parsing ------------------------------------------------------------------------------------
+
+enum class Section : std::uint8_t { kEnv, kCommand, kFlags };
+
+// Where a setting was first given, to report a repeat.
+struct FirstSeen {
+  std::string spelling;
+  int line = 0;
+};
+
+// The position of '=' when the word is a shell assignment NAME=VALUE (the name part unquoted).
+std::optional<std::size_t> assignment_equals(const Word& word) {
+  const std::size_t equals = word.text.find('=');
+  if (is_flag_word(word.text) || equals == std::string::npos || equals >= word.plain_prefix) {
+    return std::nullopt;
+  }
+  return equals;
+}
+
+// The command words as shell words that read back as command words, not as a keyword.
+std::string command_text(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) {
+    if (!text.empty()) text += ' ';
+    text += text.empty() && word == "export" ? "'export'" : quote_word(word);
+  }
+  return text;
+}
+
+std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recipe) {
+  const ArgCatalog& catalog = ArgCatalog::megatron();
+  Section section = Section::kEnv;
+  bool in_export = false;
+  std::vector<std::string> command_words;
+  // Keyed by the setting (canonical spelling), so aliases and --x/--no-x count as one.
+  std::map<std::string, FirstSeen> seen;
+  std::size_t i = 0;
+  while (i < words.size()) {
+    const Word& word = words[i];
+    const std::string& text = word.text;
+    if (section == Section::kEnv) {
+      if (!in_export && !word.quoted && text == "export") {
+        if (word.ends_command) return Failure{word.line, "export expects NAME=VALUE"};
+        in_export = true;
+        ++i;
+        continue;
+      }
+      if (const std::optional<std::size_t> equals = assignment_equals(word)) {
+        const std::string name = text.substr(0, *equals);
+        if (!valid_env_name(name)) {
+          return Failure{word.line, "invalid environment variable name '" + name + "'"};
+        }
+        if (recipe.env.contains(name)) return Failure{word.line, name + " given twice"};
+        recipe.env[name] = text.substr(*equals + 1);
+        in_export = in_export && !word.ends_command;
+        ++i;
+        continue;
+      }
+      if (in_export) return Failure{word.line, "export expects NAME=VALUE, found '" + text + "'"};
+      section = Section::kCommand;
+    }
+    if (section == Section::kCommand) {
+      if (!is_flag_word(text)) {
+        command_words.push_back(text);
+        ++i;
+        continue;
+      }
+      section = Section::kFlags;
+    }
+    if (!is_flag_word(text)) {
+      return Failure{word.line, "stray word '" + text + "' after the flags started"};
+    }
+
+    const std::size_t equals = text.find('=');
+    const bool attached = equals != std::string::npos;
+    const std::string spelling = text.substr(0, equals);
+    if (!valid_flag_name(std::string_view(spelling).substr(2))) {
+      return Failure{word.line, "invalid flag '" + spelling + "'"};
+    }
+    bool negated = false;
+    const ArgInfo* info = catalog.find(spelling, &negated);
+    const std::string setting = info != nullptr ? info->canonical : spelling;
+    if (const auto first = seen.find(setting); first != seen.end()) {
+      std::string message = spelling + " given twice";
+      if (first->second.spelling != spelling) {
+        message += " (as " + first->second.spelling + " on line " +
+                   std::to_string(first->second.line) + ")";
+      }
+      return Failure{word.line, message};
+    }
+    seen[setting] = FirstSeen{spelling, word.line};
+    ++i;
+
+    // The words that belong to this flag, with their lines.
+    std::vector<std::string> texts;
+    std::vector<int> lines;
+    if (attached) {
+      texts.push_back(text.substr(equals + 1));
+      lines.push_back(word.line);
+      if (Status status = check_not_flag_like(spelling, texts.back()); !status.ok()) {
+        return Failure{word.line, status.error()};
+      }
+    } else if (info == nullptr || info->takes_value) {
+      const bool many = info != nullptr && info->multi_value;
+      while (i < words.size() && !is_flag_word(words[i].text) && (many || texts.empty())) {
+        texts.push_back(words[i].text);
+        lines.push_back(words[i].line);
+        ++i;
+      }
+    }
+
+    if (info == nullptr) {
+      recipe.flags[spelling] = texts.empty() ? std::string() : texts.front();
+    } else if (!info->takes_value) {
+      if (attached) {
+        return Failure{word.line, spelling + " takes no value, found '" + texts.front() + "'"};
+      }
+      if (i < words.size() && !is_flag_word(words[i].text)) {
+        return Failure{words[i].line, spelling + " takes no value, found '" + words[i].text + "'"};
+      }
+      recipe.flags[negated ? info->negation : info->canonical] = "";
+    } else {
+      if (Status count = check_value_count(*info, spelling, texts.size()); !count.ok()) {
+        return Failure{word.line, count.error()};
+      }
+      std::vector<std::string> values;
+      for (std::size_t k = 0; k < texts.size(); ++k) {
+        Result<std::string> value = canonical_value(*info, spelling, texts[k]);
+        if (!value.ok()) return Failure{lines[k], value.error()};
+        values.push_back(std::move(value).value());
+      }
+      recipe.flags[info->canonical] = info->multi_value ? join_words(values) : values.front();
+    }
+  }
+  recipe.command = command_text(command_words);
+  return std::nullopt;
+}
+
+template <typename Classify>
+void diff_maps(const std::map<std::string, std::string>& before,
+               const std::map<std::string, std::string>& after, ChangeKind kind, Classify classify,
+               std::vector<SettingChange>& changes) {
+  auto b = before.begin();
+  auto a = after.begin();
+  while (b != before.end() || a != after.end()) {
+    SettingChange change;
+    change.kind = kind;
+    const bool take_before = a == after.end() || (b != before.end() && b->first <= a->first);
+    const bool take_after = b == before.end() || (a != after.end() && a->first <= b->first);
+    change.name = take_before ? b->first : a->first;
+    if (take_before) {
+      change.before_present = true;
+      change.before = b->second;
+      ++b;
+    }
+    if (take_after) {
+      change.after_present = true;
+      change.after = a->second;
+      ++a;
+    }
+    if (change.before_present && change.after_present && change.before == change.after) continue;
+    change.objective_class = classify(change.name);
+    changes.push_back(std::move(change));
+  }
+}
+
+}  // namespace
+
+Result<Recipe> parse_recipe(std::string_view text, std::string_view source_name) {
+  const std::string source(source_name);
+  if (text.size() > kRecipeBytesMax) {
+    return make_error(source + ":1: recipe is larger than " + std::to_string(kRecipeBytesMax) +
+                      " bytes");
+  }
+  std::vector<Word> words;
+  if (std::optional<Failure> failure = split_words(text, Comments::kAllowed, words)) {
+    return make_error(source + ":" + std::to_string(failure->line) + ": " + failure->message);
+  }
+  Recipe recipe;
+  if (std::optional<Failure> failure = parse_words(words, recipe)) {
+    return make_error(source + ":" + std::to_string(failure->line) + ": " + failure->message);
+  }
+  return recipe;
+}
+
+std::string canonical_text(const Recipe& recipe) {
+  const ArgCatalog& catalog = ArgCatalog::megatron();
+  std::string text;
+  for (const auto& [name, value] : recipe.env) text += name + "=" + quote_word(value) + "\n";
+  if (!recipe.command.empty()) text += recipe.command + "\n";
+  for (const auto& [flag, value] : recipe.flags) {
+    text += flag;
+    const ArgInfo* info = catalog.find(flag);
+    if (info != nullptr && info->multi_value) {
+      // Already a list of shell words.
+      if (!value.empty()) text += " " + value;
+    } else if (info != nullptr ? info->takes_value : !value.empty()) {
+      text += " " + quote_word(value);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+std::string recipe_hash(const Recipe& recipe) {
+  const Digest digest = sha256(canonical_text(recipe));
+  return to_hex(digest);
+}
+
+std::vector<SettingChange> diff_recipes(const Recipe& baseline, const Recipe& candidate) {
+  std::vector<SettingChange> changes;
+  diff_maps(baseline.flags, candidate.flags, ChangeKind::kFlag, flag_class, changes);
+  diff_maps(
+      baseline.env, candidate.env, ChangeKind::kEnv,
+      [](std::string_view) { return ObjectiveClass::kNumeric; }, changes);
+  return changes;
+}
+
+Status set_flag(Recipe& recipe, std::string_view flag, std::string_view value) {
+  Result<std::string> spelling = flag_spelling(flag);
+  if (!spelling.ok()) return make_error(spelling.error());
+  bool negated = false;
+  const ArgInfo* info = ArgCatalog::megatron().find(*spelling, &negated);
+  if (info == nullptr) {
+    if (Status status = check_not_flag_like(*spelling, value); !status.ok()) return status;
+    recipe.flags[*spelling] = std::string(value);
+    return Ok{};
+  }
+  if (!info->takes_value) {
+    if (value != "" && value != "true" && value != "false") {
+      return make_error(*spelling + " is a switch: expects true, false or nothing, found '" +
+                        std::string(value) + "'");
+    }
+    const bool on = (value != "false") != negated;
+    recipe.flags.erase(info->canonical);
+    if (info->negatable) {
+      recipe.flags.erase(info->negation);
+      recipe.flags[on ? info->canonical : info->negation] = "";
+    } else if (on) {
+      recipe.flags[info->canonical] = "";
+    }
+    return Ok{};
+  }
+  std::vector<std::string> texts;
+  if (info->multi_value) {
+    std::vector<Word> words;
+    if (std::optional<Failure> failure = split_words(value, Comments::kLiteral, words)) {
+      return make_error(*spelling + " value has an " + failure->message);
+    }
+    for (Word& word : words) texts.push_back(std::move(word.text));
+  } else {
+    texts.emplace_back(value);
+  }
+  for (const std::string& text : texts) {
+    if (Status status = check_not_flag_like(*spelling, text); !status.ok()) return status;
+  }
+  Result<std::string> canonical = canonical_values(*info, *spelling, texts);
+  if (!canonical.ok()) return make_error(canonical.error());
+  recipe.flags[info->canonical] = std::move(canonical).value();
+  return Ok{};
+}
+
+Status remove_flag(Recipe& recipe, std::string_view flag) {
+  Result<std::string> spelling = flag_spelling(flag);
+  if (!spelling.ok()) return make_error(spelling.error());
+  const ArgInfo* info = ArgCatalog::megatron().find(*spelling);
+  std::size_t removed = 0;
+  if (info == nullptr) {
+    removed = recipe.flags.erase(*spelling);
+  } else {
+    removed = recipe.flags.erase(info->canonical);
+    if (info->negatable) removed += recipe.flags.erase(info->negation);
+  }
+  if (removed == 0) return make_error(*spelling + " is not set");
+  return Ok{};
+}
+
+}  // namespace attune

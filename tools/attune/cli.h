@@ -35,5 +35,6 @@ Result<std::string> pick_campaign(const EventStore& store,
 // Subcommand registration. Each sets `exit_code` when its command runs.
 void add_view_commands(CLI::App& app, int& exit_code);      // status, replay, audit, ledger
 void add_campaign_commands(CLI::App& app, int& exit_code);  // campaign run
+void add_gate_commands(CLI::App& app, int& exit_code);      // gate converge
 
 }  // namespace attune::cli

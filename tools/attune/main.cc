@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   int exit_code = attune::cli::kExitOk;
   attune::cli::add_campaign_commands(app, exit_code);
   attune::cli::add_view_commands(app, exit_code);
+  attune::cli::add_gate_commands(app, exit_code);
 
   try {
     app.parse(argc, argv);

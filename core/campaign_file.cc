@@ -35,7 +35,7 @@ class TableReader {
 
   std::optional<Error> text(std::string_view key, std::string& out, bool required) {
     const toml::node* node = find(key);
-    if (!node) return required ? missing(key, "a string") : std::nullopt;
+    if (!node) return required ? std::optional<Error>(missing(key, "a string")) : std::nullopt;
     if (auto value = node->value<std::string>()) {
       if (value->empty()) return wrong(*node, key, "a non-empty string", "an empty string");
       out = *value;
@@ -47,7 +47,7 @@ class TableReader {
   std::optional<Error> count(std::string_view key, std::uint32_t& out, bool required,
                              std::uint32_t min, std::uint32_t max) {
     const toml::node* node = find(key);
-    if (!node) return required ? missing(key, "an integer") : std::nullopt;
+    if (!node) return required ? std::optional<Error>(missing(key, "an integer")) : std::nullopt;
     auto value = node->value_exact<std::int64_t>();
     if (!value) return wrong(*node, key, "an integer", type_name(*node));
     if (*value < min || *value > max) {

@@ -1,0 +1,83 @@
+#include "projections/baseline_band.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+namespace attune {
+
+namespace {
+
+void refresh_live_figures(BaselineBand& state) {
+  std::vector<double> values;
+  values.reserve(state.samples.size());
+  for (const CalibrationSample& sample : state.samples) {
+    values.push_back(sample.tokens_per_s_per_gpu);
+  }
+  state.mean_tokens_per_s_per_gpu = mean_of(values);
+  state.rsd_fraction = relative_std_dev(values);
+  state.band_fraction =
+      band_fraction_of(state.band_floor_fraction, state.band_k, state.rsd_fraction);
+}
+
+bool is_measured(const BaselineBand& state, RunId run_id) {
+  return std::any_of(state.samples.begin(), state.samples.end(),
+                     [run_id](const CalibrationSample& s) { return s.run_id == run_id; });
+}
+
+}  // namespace
+
+BaselineBand initial_baseline_band() { return BaselineBand{}; }
+
+void evolve(BaselineBand& state, const Envelope& event) {
+  std::visit(
+      [&state](const auto& body) {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, CampaignOpened>) {
+          if (state.opened) return;
+          state.opened = true;
+          state.band_floor_fraction = body.band_floor_fraction;
+          state.band_k = body.band_k;
+          if (!state.band_set) refresh_live_figures(state);
+        } else if constexpr (std::is_same_v<T, LaunchAdmitted>) {
+          if (body.purpose == RunPurpose::kCalibration) {
+            state.calibration_run_ids.insert(body.run_id);
+          }
+        } else if constexpr (std::is_same_v<T, RunMeasured>) {
+          if (!state.calibration_run_ids.contains(body.run_id)) return;
+          if (is_measured(state, body.run_id)) return;
+          state.samples.push_back({body.run_id, body.tokens_per_sec_per_gpu});
+          if (!state.band_set) refresh_live_figures(state);
+        } else if constexpr (std::is_same_v<T, BandSet>) {
+          state.band_set = true;
+          state.band_run_ids = body.calibration_run_ids;
+          state.mean_tokens_per_s_per_gpu = body.mean_tokens_per_sec_per_gpu;
+          state.rsd_fraction = body.rsd;
+          state.band_fraction = body.band_fraction;
+          state.mean_launch_gpu_hours = body.mean_launch_gpu_hours;
+        }
+      },
+      event.body);
+}
+
+double mean_of(std::span<const double> values) {
+  if (values.empty()) return 0.0;
+  double sum = 0.0;
+  for (double value : values) sum += value;
+  return sum / static_cast<double>(values.size());
+}
+
+double relative_std_dev(std::span<const double> values) {
+  if (values.size() < 2) return 0.0;
+  const double mean = mean_of(values);
+  if (!(mean > 0.0)) return 0.0;
+  double squares = 0.0;
+  for (double value : values) squares += (value - mean) * (value - mean);
+  return std::sqrt(squares / static_cast<double>(values.size() - 1)) / mean;
+}
+
+double band_fraction_of(double floor_fraction, double k, double rsd_fraction) {
+  return std::max(floor_fraction, k * rsd_fraction);
+}
+
+}  // namespace attune

@@ -1,0 +1,61 @@
+// BaselineBand: the calibration runs' mean throughput and the noise band a candidate must clear.
+//
+// Owns the fold of calibration measurements into the denominator of every gain (the mean of the
+// baseline's tokens/s/GPU) and the band, max(floor, k * rsd). Calibration runs are the runs
+// admitted with purpose calibration that were measured. Before a BandSet event the figures are
+// live (recomputed from the calibration runs measured so far); from BandSet on, the figures the
+// control plane recorded are authoritative. A pure value type: no clock, no I/O, no threads.
+#pragma once
+
+#include <set>
+#include <span>
+#include <vector>
+
+#include "events/event.h"
+
+namespace attune {
+
+struct CalibrationSample {
+  RunId run_id = 0;
+  double tokens_per_s_per_gpu = 0.0;
+
+  friend bool operator==(const CalibrationSample&, const CalibrationSample&) = default;
+};
+
+struct BaselineBand {
+  // Settings from the first CampaignOpened (defaults until then).
+  bool opened = false;
+  double band_floor_fraction = CampaignOpened{}.band_floor_fraction;
+  double band_k = CampaignOpened{}.band_k;
+
+  std::set<RunId> calibration_run_ids;     // admitted with purpose calibration
+  std::vector<CalibrationSample> samples;  // measured calibration runs, in measurement order
+
+  // Live until band_set, then the BandSet's figures.
+  double mean_tokens_per_s_per_gpu = 0.0;
+  double rsd_fraction = 0.0;  // sample standard deviation (n - 1) over the mean
+  double band_fraction = CampaignOpened{}.band_floor_fraction;
+
+  bool band_set = false;
+  std::vector<RunId> band_run_ids;     // the calibration runs the last BandSet names
+  double mean_launch_gpu_hours = 0.0;  // from the last BandSet; 0 before it
+
+  friend bool operator==(const BaselineBand&, const BaselineBand&) = default;
+};
+
+BaselineBand initial_baseline_band();
+
+// Applies one event. Events for runs that were never admitted, and a second measurement of a
+// run, are ignored here (the audit reports them).
+void evolve(BaselineBand& state, const Envelope& event);
+
+// Mean of the values, summed in order; 0 for no values.
+double mean_of(std::span<const double> values);
+
+// Sample standard deviation (n - 1) over the mean; 0 for fewer than two values or a mean <= 0.
+double relative_std_dev(std::span<const double> values);
+
+// max(floor, k * rsd).
+double band_fraction_of(double floor_fraction, double k, double rsd_fraction);
+
+}  // namespace attune

@@ -1,0 +1,124 @@
+#include "projections/baseline_band.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "projections/campaign_view.h"
+#include "stream_builder.h"
+
+namespace attune {
+namespace {
+
+using test::StreamBuilder;
+
+BaselineBand fold_band(const std::vector<Envelope>& events) {
+  BaselineBand band = initial_baseline_band();
+  for (const Envelope& event : events) evolve(band, event);
+  return band;
+}
+
+TEST(BaselineBandStatistics, MeanAndSampleRelativeStdDev) {
+  const std::vector<double> values = {100.0, 110.0, 90.0};
+  EXPECT_DOUBLE_EQ(mean_of(values), 100.0);
+  // Sample standard deviation: sqrt((0 + 100 + 100) / 2) = 10, over the mean 100.
+  EXPECT_DOUBLE_EQ(relative_std_dev(values), 0.1);
+}
+
+TEST(BaselineBandStatistics, FewerThanTwoValuesHaveNoSpread) {
+  EXPECT_EQ(mean_of({}), 0.0);
+  const std::vector<double> one = {1234.0};
+  EXPECT_EQ(relative_std_dev(one), 0.0);
+  EXPECT_EQ(relative_std_dev({}), 0.0);
+}
+
+TEST(BaselineBandStatistics, BandIsTheFloorOrKSigmaWhicheverIsLarger) {
+  EXPECT_DOUBLE_EQ(band_fraction_of(0.03, 3.0, 0.001), 0.03);
+  EXPECT_DOUBLE_EQ(band_fraction_of(0.03, 3.0, 0.02), 0.06);
+}
+
+TEST(BaselineBand, StartsAtTheFloorWithNoBaseline) {
+  const BaselineBand band = initial_baseline_band();
+  EXPECT_FALSE(band.band_set);
+  EXPECT_EQ(band.mean_tokens_per_s_per_gpu, 0.0);
+  EXPECT_DOUBLE_EQ(band.band_fraction, 0.03);
+}
+
+TEST(BaselineBand, QuietCalibrationGivesTheFloor) {
+  StreamBuilder b;
+  b.open();
+  b.measured_run(1, RunPurpose::kCalibration, 1000.0);
+  b.measured_run(2, RunPurpose::kCalibration, 1001.0);
+  b.measured_run(3, RunPurpose::kCalibration, 999.0);
+  const BaselineBand band = fold_band(b.events());
+  EXPECT_FALSE(band.band_set);
+  EXPECT_DOUBLE_EQ(band.mean_tokens_per_s_per_gpu, 1000.0);
+  EXPECT_DOUBLE_EQ(band.rsd_fraction, 0.001);
+  EXPECT_DOUBLE_EQ(band.band_fraction, 0.03);
+  ASSERT_EQ(band.samples.size(), 3u);
+  EXPECT_EQ(band.samples[1].run_id, 2u);
+}
+
+TEST(BaselineBand, NoisyCalibrationGivesThreeSigma) {
+  StreamBuilder b;
+  b.open();
+  b.measured_run(1, RunPurpose::kCalibration, 1000.0);
+  b.measured_run(2, RunPurpose::kCalibration, 1040.0);
+  b.measured_run(3, RunPurpose::kCalibration, 960.0);
+  const BaselineBand band = fold_band(b.events());
+  EXPECT_DOUBLE_EQ(band.rsd_fraction, 0.04);
+  EXPECT_DOUBLE_EQ(band.band_fraction, 0.12);
+}
+
+TEST(BaselineBand, FloorAndKComeFromTheCampaign) {
+  CampaignOpened opened = test::test_opened();
+  opened.band_floor_fraction = 0.05;
+  opened.band_k = 2.0;
+  StreamBuilder b;
+  b.open(opened);
+  b.measured_run(1, RunPurpose::kCalibration, 1000.0);
+  b.measured_run(2, RunPurpose::kCalibration, 1001.0);
+  EXPECT_DOUBLE_EQ(fold_band(b.events()).band_fraction, 0.05);
+  b.measured_run(3, RunPurpose::kCalibration, 1100.0);
+  b.measured_run(4, RunPurpose::kCalibration, 900.0);
+  const BaselineBand band = fold_band(b.events());
+  EXPECT_DOUBLE_EQ(band.band_fraction, 2.0 * band.rsd_fraction);
+  EXPECT_GT(band.band_fraction, 0.05);
+}
+
+TEST(BaselineBand, OnlyMeasuredCalibrationRunsCount) {
+  StreamBuilder b;
+  b.open();
+  b.measured_run(1, RunPurpose::kCalibration, 1000.0);
+  b.failed_run(2, RunPurpose::kCalibration, FailureClass::kInfra);
+  b.measured_run(3, RunPurpose::kSearch, 5000.0);
+  b.measure(99, 7000.0);  // never admitted
+  b.measure(1, 3000.0);   // a second measurement of run 1
+  const BaselineBand band = fold_band(b.events());
+  ASSERT_EQ(band.samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(band.mean_tokens_per_s_per_gpu, 1000.0);
+  EXPECT_EQ(band.rsd_fraction, 0.0);
+}
+
+TEST(BaselineBand, BandSetIsAuthoritative) {
+  StreamBuilder b;
+  b.open();
+  b.measured_run(1, RunPurpose::kCalibration, 1000.0);
+  b.measured_run(2, RunPurpose::kCalibration, 1010.0);
+  b.band_set(1004.0, 0.011, 0.033, 0.0, 2.5);
+  BaselineBand band = fold_band(b.events());
+  EXPECT_TRUE(band.band_set);
+  EXPECT_DOUBLE_EQ(band.mean_tokens_per_s_per_gpu, 1004.0);
+  EXPECT_DOUBLE_EQ(band.rsd_fraction, 0.011);
+  EXPECT_DOUBLE_EQ(band.band_fraction, 0.033);
+  EXPECT_DOUBLE_EQ(band.mean_launch_gpu_hours, 2.5);
+
+  // A calibration run measured after the band is set is recorded but moves nothing.
+  b.measured_run(3, RunPurpose::kCalibration, 2000.0);
+  band = fold_band(b.events());
+  EXPECT_EQ(band.samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(band.mean_tokens_per_s_per_gpu, 1004.0);
+}
+
+}  // namespace
+}  // namespace attune

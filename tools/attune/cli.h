@@ -36,5 +36,7 @@ Result<std::string> pick_campaign(const EventStore& store,
 void add_view_commands(CLI::App& app, int& exit_code);      // status, replay, audit, ledger
 void add_campaign_commands(CLI::App& app, int& exit_code);  // campaign run
 void add_gate_commands(CLI::App& app, int& exit_code);      // gate converge
+// Adds `check` (layer 1: the configuration check) to the `gate` subcommand.
+void add_gate_check_command(CLI::App& gate, int& exit_code);
 
 }  // namespace attune::cli

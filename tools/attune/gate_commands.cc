@@ -193,6 +193,7 @@ void add_gate_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   converge->add_flag("--json", options->json, "Machine-readable output");
   converge->callback([options, &exit_code] { exit_code = run_converge(*options); });
+  add_gate_check_command(*gate, exit_code);
 }
 
 }  // namespace attune::cli

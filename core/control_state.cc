@@ -1,0 +1,147 @@
+#include "core/control_state.h"
+
+#include <type_traits>
+
+namespace attune {
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::kNotOpened:
+      return "not-opened";
+    case Phase::kCalibrating:
+      return "calibrating";
+    case Phase::kSearching:
+      return "searching";
+    case Phase::kShipping:
+      return "shipping";
+    case Phase::kDone:
+      return "done";
+  }
+  return "?";
+}
+
+std::uint32_t ControlState::runs_in_flight() const {
+  std::uint32_t count = 0;
+  for (const auto& [id, run] : runs) count += run.in_flight() ? 1 : 0;
+  return count;
+}
+
+const RunState* ControlState::run(RunId run_id) const {
+  auto found = runs.find(run_id);
+  return found == runs.end() ? nullptr : &found->second;
+}
+
+ControlState initial_control_state() {
+  ControlState state;
+  state.view = initial_view();
+  return state;
+}
+
+void evolve(ControlState& state, const Envelope& event) {
+  evolve(state.view, event);
+  state.last_recorded_at_unix_ns = event.recorded_at_unix_ns;
+  auto find_run = [&](RunId run_id) -> RunState* {
+    auto found = state.runs.find(run_id);
+    return found == state.runs.end() ? nullptr : &found->second;
+  };
+  std::visit(
+      [&](const auto& body) {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, CandidateProposed>) {
+          state.proposals[body.proposal_id] = body;
+        } else if constexpr (std::is_same_v<T, LaunchRefused>) {
+          ++state.refusals_in_a_row;
+        } else if constexpr (std::is_same_v<T, LaunchAdmitted>) {
+          state.refusals_in_a_row = 0;
+          RunState run;
+          run.run_id = body.run_id;
+          run.proposal_id = body.proposal_id;
+          run.purpose = body.purpose;
+          run.gpus = body.gpus;
+          run.steps = body.steps;
+          run.expected_gpu_hours = body.expected_gpu_hours;
+          run.job_name = body.job_name;
+          run.exclude_nodes = body.exclude_nodes;
+          auto proposal = state.proposals.find(body.proposal_id);
+          if (proposal != state.proposals.end()) {
+            run.recipe = proposal->second.recipe;
+            run.recipe_hash = proposal->second.recipe_hash;
+            run.profile = proposal->second.profile;
+            run.retry_of_run_id = proposal->second.retry_of_run_id;
+            run.check_of_run_id = proposal->second.check_of_run_id;
+          }
+          if (body.purpose == RunPurpose::kSearch || body.purpose == RunPurpose::kCalibration) {
+            state.recipe_hashes_run.insert(run.recipe_hash);
+          }
+          state.runs[body.run_id] = std::move(run);
+        } else if constexpr (std::is_same_v<T, JobSubmitted>) {
+          if (RunState* run = find_run(body.run_id)) {
+            run->submitted = true;
+            run->launcher_job_id = body.launcher_job_id;
+          }
+        } else if constexpr (std::is_same_v<T, JobStarted>) {
+          if (RunState* run = find_run(body.run_id)) {
+            run->started = true;
+            run->admitted_at_unix_ns = body.admitted_at_unix_ns;
+            run->nodes = body.nodes;
+          }
+        } else if constexpr (std::is_same_v<T, JobFinished>) {
+          if (RunState* run = find_run(body.run_id)) {
+            run->finished = true;
+            run->released_at_unix_ns = body.released_at_unix_ns;
+            run->final_state = body.final_state;
+            run->log_path = body.log_path;
+          }
+        } else if constexpr (std::is_same_v<T, RunMeasured>) {
+          if (RunState* run = find_run(body.run_id)) run->measured = body;
+        } else if constexpr (std::is_same_v<T, RunFailed>) {
+          if (RunState* run = find_run(body.run_id)) run->failed = body;
+        } else if constexpr (std::is_same_v<T, Charged>) {
+          if (RunState* run = find_run(body.run_id)) run->charged = true;
+        } else if constexpr (std::is_same_v<T, ConvergenceChecked>) {
+          state.gate_results[body.candidate_run_id] = body;
+        } else if constexpr (std::is_same_v<T, StopRecorded>) {
+          state.stop_recorded = true;
+        } else if constexpr (std::is_same_v<T, RecipeShipped>) {
+          state.shipped = true;
+        }
+      },
+      event.body);
+}
+
+ControlState fold_campaign(std::span<const Envelope> events) {
+  ControlState state = initial_control_state();
+  for (const Envelope& event : events) evolve(state, event);
+  return state;
+}
+
+Phase phase_of(const ControlState& state) {
+  if (!state.view.opened) return Phase::kNotOpened;
+  if (state.shipped) return Phase::kDone;
+  if (state.stop_recorded) return Phase::kShipping;
+  if (!state.view.baseline_band.band_set) return Phase::kCalibrating;
+  return Phase::kSearching;
+}
+
+std::uint32_t calibration_runs_measured(const ControlState& state) {
+  std::uint32_t count = 0;
+  for (const auto& [id, run] : state.runs) {
+    count += run.purpose == RunPurpose::kCalibration && run.measured ? 1 : 0;
+  }
+  return count;
+}
+
+std::uint32_t calibration_runs_in_flight(const ControlState& state) {
+  std::uint32_t count = 0;
+  for (const auto& [id, run] : state.runs) {
+    count += run.purpose == RunPurpose::kCalibration && run.in_flight() ? 1 : 0;
+  }
+  return count;
+}
+
+std::string leader_recipe(const ControlState& state) {
+  const RunState* leader = state.run(state.view.leader.run_id);
+  return leader ? leader->recipe : state.view.settings.baseline_recipe;
+}
+
+}  // namespace attune

@@ -1,0 +1,97 @@
+// ControlState: what the control plane knows of a campaign, folded from its events.
+//
+// Holds every projection (CampaignView) plus what decisions need and the projections do not
+// show: each run's recipe, lifecycle and nodes, the proposals, the recipe hashes already run, the
+// gate results of check runs. `evolve` is pure; the state is rebuilt by folding the ledger, which
+// is how a campaign resumes after a crash. A value type; REQUIRES external synchronization.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "events/event.h"
+#include "projections/campaign_view.h"
+
+namespace attune {
+
+enum class Phase : std::uint8_t {
+  kNotOpened,
+  kCalibrating,  // baseline runs until the band is set
+  kSearching,    // the tuner proposes
+  kShipping,     // stopped: checks of the leaders, then RecipeShipped
+  kDone,         // shipped
+};
+const char* to_string(Phase phase);
+
+struct RunState {
+  RunId run_id = 0;
+  ProposalId proposal_id = 0;
+  RunPurpose purpose = RunPurpose::kSearch;
+  std::string recipe;  // canonical text
+  std::string recipe_hash;
+  std::uint32_t gpus = 0;
+  std::uint32_t steps = 0;
+  double expected_gpu_hours = 0.0;
+  bool profile = false;
+  RunId retry_of_run_id = 0;
+  RunId check_of_run_id = 0;
+  std::string job_name;
+  std::vector<std::string> exclude_nodes;
+
+  bool submitted = false;
+  std::string launcher_job_id;
+  bool started = false;
+  std::int64_t admitted_at_unix_ns = 0;
+  std::vector<std::string> nodes;
+  bool finished = false;
+  std::int64_t released_at_unix_ns = 0;
+  std::string final_state;
+  std::string log_path;
+  std::optional<RunMeasured> measured;
+  std::optional<RunFailed> failed;
+  bool charged = false;
+
+  bool in_flight() const { return !charged; }
+  friend bool operator==(const RunState&, const RunState&) = default;
+};
+
+struct ControlState {
+  CampaignView view;
+  std::map<RunId, RunState> runs;
+  std::map<ProposalId, CandidateProposed> proposals;
+  std::set<std::string> recipe_hashes_run;           // search and calibration runs admitted
+  std::map<RunId, ConvergenceChecked> gate_results;  // by candidate run id (0 = baseline)
+  std::uint32_t refusals_in_a_row = 0;               // refused proposals since the last admission
+  bool stop_recorded = false;
+  bool shipped = false;
+  std::int64_t last_recorded_at_unix_ns = 0;
+
+  ProposalId next_proposal_id() const {
+    return proposals.empty() ? 1 : proposals.rbegin()->first + 1;
+  }
+  RunId next_run_id() const { return runs.empty() ? 1 : runs.rbegin()->first + 1; }
+  std::uint32_t runs_in_flight() const;
+  const RunState* run(RunId run_id) const;
+
+  friend bool operator==(const ControlState&, const ControlState&) = default;
+};
+
+ControlState initial_control_state();
+void evolve(ControlState& state, const Envelope& event);
+ControlState fold_campaign(std::span<const Envelope> events);
+
+Phase phase_of(const ControlState& state);
+
+// The calibration runs measured so far, and how many more the band needs.
+std::uint32_t calibration_runs_measured(const ControlState& state);
+std::uint32_t calibration_runs_in_flight(const ControlState& state);
+
+// The recipe of the leader (the baseline's when the baseline leads).
+std::string leader_recipe(const ControlState& state);
+
+}  // namespace attune

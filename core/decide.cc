@@ -1,0 +1,383 @@
+#include "core/decide.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/lever_groups.h"
+#include "gate/config_check.h"
+#include "projections/audit.h"
+#include "projections/baseline_band.h"
+#include "projections/leader.h"
+#include "projections/number_format.h"
+
+namespace attune {
+namespace {
+
+ObjectiveClass worse_class(ObjectiveClass a, ObjectiveClass b) {
+  auto rank = [](ObjectiveClass c) {
+    switch (c) {
+      case ObjectiveClass::kOther:
+        return 0;
+      case ObjectiveClass::kStructural:
+        return 1;
+      case ObjectiveClass::kSameMath:
+        return 2;
+      case ObjectiveClass::kNumeric:
+        return 3;
+    }
+    return 3;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+// The diff against the baseline with every change's class taken from the gate, never from the
+// proposer (rule 3).
+std::vector<SettingChange> classified_diff(const Policy& policy, const Recipe& from,
+                                           const Recipe& to) {
+  std::vector<SettingChange> diff = diff_recipes(from, to);
+  for (SettingChange& change : diff) {
+    change.objective_class = classify_setting(policy, change.kind, change.name).objective_class;
+  }
+  return diff;
+}
+
+std::vector<Lever> levers_of(const std::vector<SettingChange>& diff) {
+  const LeverGroups& groups = LeverGroups::builtin();
+  std::vector<Lever> levers;
+  for (const SettingChange& change : diff) {
+    const std::string name = groups.lever_of(change.name);
+    auto found = std::find_if(levers.begin(), levers.end(),
+                              [&](const Lever& lever) { return lever.name == name; });
+    if (found == levers.end()) {
+      levers.push_back(Lever{name, change.objective_class});
+    } else {
+      found->objective_class = worse_class(found->objective_class, change.objective_class);
+    }
+  }
+  return levers;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+Result<std::vector<Body>> decide_propose(const ControlState& state, const ProposeLaunch& command,
+                                         const DecideContext& context) {
+  const Phase phase = phase_of(state);
+  if (phase == Phase::kNotOpened) return make_error("the campaign is not opened");
+  const CampaignOpened& settings = state.view.settings;
+
+  CandidateProposed proposed;
+  proposed.proposal_id = state.next_proposal_id();
+  proposed.purpose = command.purpose;
+  proposed.recipe = canonical_text(command.recipe);
+  proposed.recipe_hash = recipe_hash(command.recipe);
+  proposed.diff = classified_diff(context.policy, context.baseline, command.recipe);
+  proposed.levers = levers_of(proposed.diff);
+  proposed.hypothesis = command.hypothesis;
+  proposed.profile = command.profile;
+  proposed.retry_of_run_id = command.retry_of_run_id;
+  proposed.check_of_run_id = command.check_of_run_id;
+
+  std::vector<Body> events;
+  events.push_back(proposed);
+  auto refuse = [&](RefusalReason reason, std::string detail) {
+    events.push_back(LaunchRefused{proposed.proposal_id, reason, std::move(detail)});
+    return events;
+  };
+
+  if (phase == Phase::kDone) return refuse(RefusalReason::kInvalid, "the campaign has shipped");
+  const std::string& baseline_hash = settings.baseline_recipe_hash;
+  bool charged_to_budget = false;
+  switch (command.purpose) {
+    case RunPurpose::kCalibration: {
+      if (phase != Phase::kCalibrating) {
+        return refuse(RefusalReason::kInvalid, "calibration is over: the band is set");
+      }
+      if (proposed.recipe_hash != baseline_hash) {
+        return refuse(RefusalReason::kInvalid, "a calibration run must run the baseline recipe");
+      }
+      charged_to_budget = !settings.budget_auto;
+      break;
+    }
+    case RunPurpose::kSearch: {
+      if (phase != Phase::kSearching) {
+        return refuse(RefusalReason::kInvalid,
+                      std::string("the campaign is ") + to_string(phase) + ", not searching");
+      }
+      for (const auto& [id, run] : state.runs) {
+        if ((run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kCalibration) &&
+            run.recipe_hash == proposed.recipe_hash) {
+          return refuse(RefusalReason::kDuplicate,
+                        "identical to the recipe of run " + std::to_string(id) +
+                            (run.purpose == RunPurpose::kCalibration ? " (the baseline)" : "") +
+                            " (canonical hash " + proposed.recipe_hash.substr(0, 12) + ")");
+        }
+      }
+      std::string parent_text = settings.baseline_recipe;
+      if (command.parent_run_id != 0) {
+        const RunState* parent = state.run(command.parent_run_id);
+        if (parent == nullptr || parent->purpose == RunPurpose::kCheck) {
+          return refuse(RefusalReason::kInvalid,
+                        "parent run " + std::to_string(command.parent_run_id) +
+                            " is not a search or calibration run of this campaign");
+        }
+        parent_text = parent->recipe;
+      }
+      Result<Recipe> parent = parse_recipe(parent_text, "parent recipe");
+      if (!parent.ok()) return make_error(parent.error());
+      const std::vector<Lever> levers =
+          levers_of(classified_diff(context.policy, parent.value(), command.recipe));
+      if (levers.empty()) {
+        return refuse(RefusalReason::kInvalid, "changes nothing against its parent run " +
+                                                   std::to_string(command.parent_run_id));
+      }
+      if (levers.size() > 1) {
+        std::vector<std::string> names;
+        for (const Lever& lever : levers) names.push_back(lever.name);
+        return refuse(RefusalReason::kMultipleLevers,
+                      "changes " + std::to_string(levers.size()) + " levers against run " +
+                          std::to_string(command.parent_run_id) + " (" + join(names) +
+                          "); one lever or one coupled set of parallel degrees per candidate");
+      }
+      const ConfigCheckResult checked =
+          check_config(context.policy, context.baseline, command.recipe);
+      if (!checked.allowed) return refuse(RefusalReason::kLayer1, refusal_summary(checked));
+      charged_to_budget = true;
+      break;
+    }
+    case RunPurpose::kRetry: {
+      const RunState* failed = state.run(command.retry_of_run_id);
+      if (failed == nullptr || !failed->failed ||
+          failed->failed->failure_class != FailureClass::kInfra) {
+        return refuse(RefusalReason::kInvalid,
+                      "run " + std::to_string(command.retry_of_run_id) +
+                          " did not fail on infrastructure: only such a run may be retried");
+      }
+      if (failed->purpose == RunPurpose::kRetry) {
+        return refuse(RefusalReason::kInvalid,
+                      "run " + std::to_string(command.retry_of_run_id) +
+                          " is already a retry: two infrastructure failures count as a recipe "
+                          "failure");
+      }
+      for (const auto& [id, run] : state.runs) {
+        if (run.retry_of_run_id == command.retry_of_run_id) {
+          return refuse(RefusalReason::kDuplicate,
+                        "run " + std::to_string(command.retry_of_run_id) +
+                            " was already retried as run " + std::to_string(id));
+        }
+      }
+      if (proposed.recipe_hash != failed->recipe_hash) {
+        return refuse(RefusalReason::kInvalid, "a retry must run the failed run's recipe");
+      }
+      charged_to_budget = failed->purpose == RunPurpose::kSearch;
+      break;
+    }
+    case RunPurpose::kCheck: {
+      if (phase != Phase::kShipping) {
+        return refuse(RefusalReason::kInvalid, "check runs come after the stop");
+      }
+      const std::string& expected_hash =
+          command.check_of_run_id == 0 ? baseline_hash
+                                       : (state.run(command.check_of_run_id)
+                                              ? state.run(command.check_of_run_id)->recipe_hash
+                                              : std::string());
+      if (proposed.recipe_hash != expected_hash) {
+        return refuse(RefusalReason::kInvalid, "a check run must run its candidate's recipe");
+      }
+      break;  // checks are paid from the reserve and may overshoot it
+    }
+  }
+
+  if (state.runs_in_flight() >= settings.concurrency) {
+    return refuse(RefusalReason::kConcurrency, std::to_string(state.runs_in_flight()) +
+                                                   " runs in flight, at most " +
+                                                   std::to_string(settings.concurrency));
+  }
+  const Budget& budget = state.view.budget;
+  if (charged_to_budget && command.expected_gpu_hours > budget.remaining_gpu_hours) {
+    return refuse(RefusalReason::kBudget,
+                  "expected " + format_fixed(command.expected_gpu_hours, 2) +
+                      " GPU-hours does not fit the remaining " +
+                      format_fixed(budget.remaining_gpu_hours, 2) + " (budget " +
+                      format_fixed(budget.budget_gpu_hours, 2) + ", spent " +
+                      format_fixed(budget.tuner_gpu_hours, 2) + ", in flight " +
+                      format_fixed(budget.in_flight_gpu_hours, 2) + ", reserve " +
+                      format_fixed(budget.reserve_gpu_hours, 2) + ")");
+  }
+
+  LaunchAdmitted admitted;
+  admitted.proposal_id = proposed.proposal_id;
+  admitted.run_id = state.next_run_id();
+  admitted.purpose = command.purpose;
+  admitted.gpus = settings.gpu_count;
+  admitted.steps = command.steps != 0                      ? command.steps
+                   : command.purpose == RunPurpose::kCheck ? settings.check_steps
+                                                           : settings.steps_per_run;
+  admitted.expected_gpu_hours = command.expected_gpu_hours;
+  admitted.exclude_nodes = command.exclude_nodes;
+  admitted.job_name = job_name_for(state.view.campaign_id, admitted.run_id);
+  events.push_back(admitted);
+  return events;
+}
+
+Result<std::vector<Body>> decide_finished(const ControlState& state,
+                                          const ReportFinished& command) {
+  const RunState* run = state.run(command.run_id);
+  if (run == nullptr)
+    return make_error("finished report for unknown run " + std::to_string(command.run_id));
+  if (run->finished || run->charged) {
+    return make_error("run " + std::to_string(command.run_id) + " has already finished");
+  }
+  std::vector<Body> events;
+  events.push_back(JobFinished{command.run_id, command.released_at_unix_ns, command.final_state,
+                               command.facts_source, command.log_path});
+  // A job released before it was ever admitted to the cluster costs nothing.
+  const std::int64_t admitted_at =
+      run->started ? run->admitted_at_unix_ns : command.released_at_unix_ns;
+  const std::int64_t released_at = std::max(admitted_at, command.released_at_unix_ns);
+
+  const RunMeasured* measured = std::get_if<RunMeasured>(&command.outcome);
+  const RunFailed* failed = std::get_if<RunFailed>(&command.outcome);
+  if (measured) {
+    RunMeasured body = *measured;
+    body.run_id = command.run_id;
+    events.push_back(body);
+  } else {
+    RunFailed body = *failed;
+    body.run_id = command.run_id;
+    events.push_back(body);
+  }
+  const bool infra = failed && failed->failure_class == FailureClass::kInfra;
+  // The first infrastructure failure of a recipe is the cluster's; its retry is the tuner's.
+  const Account account =
+      infra && run->purpose != RunPurpose::kRetry ? Account::kInfra : Account::kTuner;
+  events.push_back(Charged{command.run_id, account, run->gpus, admitted_at, released_at,
+                           gpu_hours_of(run->gpus, admitted_at, released_at)});
+
+  const BaselineBand& band = state.view.baseline_band;
+  const CampaignOpened& settings = state.view.settings;
+  if (run->purpose == RunPurpose::kSearch || run->purpose == RunPurpose::kRetry) {
+    if (band.band_set) {
+      const Leader& leader = state.view.leader;
+      VerdictRecorded verdict;
+      verdict.run_id = command.run_id;
+      verdict.leader_before = leader.run_id;
+      verdict.leader_after = leader.run_id;
+      verdict.band_fraction = band.band_fraction;
+      if (measured) {
+        verdict.gain_fraction =
+            gain_fraction_of(measured->tokens_per_sec_per_gpu, band.mean_tokens_per_s_per_gpu);
+        if (beats_by_more_than_band(measured->tokens_per_sec_per_gpu, leader.tokens_per_s_per_gpu,
+                                    band.mean_tokens_per_s_per_gpu, band.band_fraction)) {
+          verdict.verdict = Verdict::kNewLeader;
+          verdict.leader_after = command.run_id;
+        } else {
+          verdict.verdict = Verdict::kNotBetter;
+        }
+      } else {
+        verdict.verdict = Verdict::kFailed;
+      }
+      events.push_back(verdict);
+    }
+  } else if (run->purpose == RunPurpose::kCalibration && measured && !band.band_set) {
+    std::vector<double> throughputs;
+    std::vector<double> launch_gpu_hours;
+    std::vector<RunId> ids;
+    for (const auto& [id, other] : state.runs) {
+      if (other.purpose != RunPurpose::kCalibration || !other.measured) continue;
+      ids.push_back(id);
+      throughputs.push_back(other.measured->tokens_per_sec_per_gpu);
+      launch_gpu_hours.push_back(
+          gpu_hours_of(other.gpus, other.admitted_at_unix_ns, other.released_at_unix_ns));
+    }
+    ids.push_back(command.run_id);
+    throughputs.push_back(measured->tokens_per_sec_per_gpu);
+    launch_gpu_hours.push_back(gpu_hours_of(run->gpus, admitted_at, released_at));
+    events.push_back(
+        VerdictRecorded{command.run_id, Verdict::kCalibration, 0.0, 0, 0, band.band_fraction});
+    if (ids.size() >= settings.calibration_runs) {
+      BandSet set;
+      set.calibration_run_ids = ids;
+      set.mean_tokens_per_sec_per_gpu = mean_of(throughputs);
+      set.rsd = relative_std_dev(throughputs);
+      set.band_fraction = band_fraction_of(settings.band_floor_fraction, settings.band_k, set.rsd);
+      set.mean_launch_gpu_hours = mean_of(launch_gpu_hours);
+      set.budget_gpu_hours = settings.budget_auto ? auto_budget_gpu_hours(set.mean_launch_gpu_hours)
+                                                  : settings.budget_gpu_hours;
+      events.push_back(set);
+    }
+  }
+  return events;
+}
+
+}  // namespace
+
+std::string job_name_for(const std::string& campaign_id, RunId run_id) {
+  return "attune-" + campaign_id + "-r" + std::to_string(run_id);
+}
+
+double auto_budget_gpu_hours(double mean_launch_gpu_hours) {
+  const double raw = kAutoBudgetLaunches * mean_launch_gpu_hours;
+  return std::max(kAutoBudgetRoundingGpuHours,
+                  std::ceil(raw / kAutoBudgetRoundingGpuHours) * kAutoBudgetRoundingGpuHours);
+}
+
+Result<std::vector<Body>> decide(const ControlState& state, const Command& command,
+                                 const DecideContext& context) {
+  auto unfinished_run = [&](RunId run_id) -> Result<const RunState*> {
+    const RunState* run = state.run(run_id);
+    if (run == nullptr) return make_error("report for unknown run " + std::to_string(run_id));
+    if (run->finished) return make_error("report for finished run " + std::to_string(run_id));
+    return run;
+  };
+  return std::visit(
+      [&](const auto& body) -> Result<std::vector<Body>> {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, ProposeLaunch>) {
+          return decide_propose(state, body, context);
+        } else if constexpr (std::is_same_v<T, ReportSubmitted>) {
+          auto run = unfinished_run(body.run_id);
+          if (!run.ok()) return make_error(run.error());
+          if (run.value()->submitted) {
+            return make_error("run " + std::to_string(body.run_id) + " was already submitted");
+          }
+          return std::vector<Body>{JobSubmitted{body.run_id, body.launcher_job_id,
+                                                run.value()->job_name, body.at_unix_ns}};
+        } else if constexpr (std::is_same_v<T, ReportStarted>) {
+          auto run = unfinished_run(body.run_id);
+          if (!run.ok()) return make_error(run.error());
+          if (run.value()->started) {
+            return make_error("run " + std::to_string(body.run_id) + " has already started");
+          }
+          return std::vector<Body>{JobStarted{body.run_id, body.admitted_at_unix_ns, body.nodes}};
+        } else if constexpr (std::is_same_v<T, ReportFinished>) {
+          return decide_finished(state, body);
+        } else if constexpr (std::is_same_v<T, ReportProfile>) {
+          if (!state.run(body.profile.run_id)) {
+            return make_error("profile of unknown run " + std::to_string(body.profile.run_id));
+          }
+          return std::vector<Body>{body.profile};
+        } else if constexpr (std::is_same_v<T, RecordStop>) {
+          if (state.stop_recorded) return make_error("the campaign has already stopped");
+          return std::vector<Body>{body.stop};
+        } else if constexpr (std::is_same_v<T, RecordGateResult>) {
+          if (phase_of(state) != Phase::kShipping) return make_error("no check outside shipping");
+          return std::vector<Body>{body.result};
+        } else if constexpr (std::is_same_v<T, RecordShipment>) {
+          if (phase_of(state) != Phase::kShipping) {
+            return make_error("a recipe ships only after the stop, once");
+          }
+          return std::vector<Body>{body.shipped};
+        } else {
+          static_assert(std::is_same_v<T, RecordAccessDenied>);
+          return std::vector<Body>{body.denied};
+        }
+      },
+      command);
+}
+
+}  // namespace attune

@@ -1,0 +1,130 @@
+// The ports: what the control plane needs from the outside world, as interfaces.
+//
+// Adapters implement them (adapters/launcher/{sim,local,slurm}, adapters/metrics,
+// adapters/tuner/...). The runtime calls them on the scheduler's thread only; an adapter that
+// works on other threads hands its reports back through Scheduler::schedule_at. Nothing here
+// owns anything: the runtime's caller owns every adapter and keeps it alive while it runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/control_state.h"
+#include "events/event.h"
+#include "events/recipe.h"
+#include "events/result.h"
+
+namespace attune {
+
+// ---- Launcher -----------------------------------------------------------------------------
+
+struct LaunchSpec {
+  std::string campaign_id;
+  RunId run_id = 0;
+  std::string job_name;  // deterministic from campaign and run id
+  RunPurpose purpose = RunPurpose::kSearch;
+  std::string recipe;  // canonical text
+  std::uint32_t gpus = 0;
+  std::uint32_t steps = 0;
+  bool profile = false;
+  std::vector<std::string> exclude_nodes;
+};
+
+struct JobReport {
+  enum class Kind : std::uint8_t { kSubmitted, kStarted, kFinished };
+  Kind kind = Kind::kSubmitted;
+  RunId run_id = 0;
+  std::string launcher_job_id;     // kSubmitted
+  std::int64_t at_unix_ns = 0;     // submission, cluster admission or release
+  std::vector<std::string> nodes;  // kStarted
+  std::string final_state;         // kFinished: COMPLETED, FAILED, OUT_OF_MEMORY, CANCELLED, ...
+  std::string facts_source;        // kFinished: sim, local, sacct, squeue, jobcomp
+  std::string log_path;            // kFinished
+  std::string cancel_reason;       // kFinished after cancel(): "hang", "early-abort", ...
+  std::vector<std::string> trace_paths;  // kFinished, profiled runs
+};
+
+class Launcher {
+ public:
+  using Listener = std::function<void(const JobReport&)>;
+  virtual ~Launcher() = default;
+
+  virtual std::string name() const = 0;
+  virtual void set_listener(Listener listener) = 0;
+  // Submits the job. The launcher then reports kSubmitted, kStarted and kFinished, in that order,
+  // through the listener, on the scheduler's thread.
+  virtual Status submit(const LaunchSpec& spec) = 0;
+  // Ends a running or queued job; the launcher reports kFinished with the reason.
+  virtual void cancel(RunId run_id, const std::string& reason) = 0;
+  // After a restart: finds the job by its name and resumes reporting on it. Returns false when
+  // the cluster never saw the job (it may then be submitted).
+  virtual Result<bool> reattach(const LaunchSpec& spec) = 0;
+  // When the job's log last grew; nullopt while it has not started or after it finished.
+  virtual std::optional<std::int64_t> last_progress_unix_ns(RunId run_id) const = 0;
+  // The launcher's estimate of a launch's cost, for admission.
+  virtual double expected_gpu_hours(const LaunchSpec& spec) const = 0;
+  // The text of a job's log.
+  virtual Result<std::string> read_log(const std::string& log_path) const = 0;
+};
+
+// ---- Metrics ------------------------------------------------------------------------------
+
+struct MeasureSpec {
+  std::uint32_t seq_length = 0;
+  std::uint32_t global_batch = 0;
+  std::uint32_t gpus = 0;
+  std::uint32_t window_first_step = 4;
+  std::uint32_t window_last_step = 13;
+  bool log_went_silent = false;  // the run was cancelled for log silence
+};
+
+using RunOutcome = std::variant<RunMeasured, RunFailed>;
+
+class MetricsSource {
+ public:
+  virtual ~MetricsSource() = default;
+  // The measurement, or the failure class, that a finished job's log and final state give.
+  virtual RunOutcome measure(const std::string& log_text, const JobReport& finished,
+                             const MeasureSpec& spec) const = 0;
+};
+
+// ---- Tuner --------------------------------------------------------------------------------
+
+// A read-only view of the campaign: the ledger's state, the baseline, and the time.
+struct TunerView {
+  const ControlState& state;
+  const Recipe& baseline;
+  std::int64_t now_unix_ns = 0;
+};
+
+struct TunerProposal {
+  Recipe recipe;
+  RunId parent_run_id = 0;  // the run whose recipe it changes (0 = the baseline)
+  Hypothesis hypothesis;
+  bool profile = false;
+};
+
+struct TunerStop {
+  std::string evidence;
+  std::vector<std::string> levers_tested;
+  std::string last_diagnosis;
+};
+
+struct TunerWait {};  // nothing to propose until a run in flight finishes
+
+using TunerAnswer = std::variant<TunerProposal, TunerStop, TunerWait>;
+
+class Tuner {
+ public:
+  virtual ~Tuner() = default;
+  virtual std::string name() const = 0;
+  // Must be a function of the view (and the tuner's seed), so that a resumed campaign asks the
+  // same questions and gets the same answers.
+  virtual TunerAnswer next(const TunerView& view) = 0;
+};
+
+}  // namespace attune

@@ -1,0 +1,72 @@
+// CampaignRuntime: the loop that runs one campaign from open to shipped recipe.
+//
+// It routes: adapter reports and tuner answers become commands; decide() turns a command into
+// events; the events are appended to the ledger (durably) and folded into the state; then the
+// runtime reacts (submit an admitted run, watch it for hangs, measure a finished one, ask the
+// tuner again, check and ship). Everything happens on the scheduler's thread, one step at a
+// time, so a campaign on the virtual scheduler is a deterministic function of its seeds.
+//
+// Crash recovery: resume() folds the ledger and reconciles every admitted run that has not
+// finished with the launcher (reattach by job name, or submit one the cluster never saw). A job
+// is never submitted twice. The environment variable ATTUNE_CRASH_AFTER_EVENT=N makes the
+// process exit abruptly right after the append that records event N (a testing hook).
+//
+// REQUIRES: the store, scheduler, launcher, metrics source and tuner outlive the runtime.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/control_state.h"
+#include "core/decide.h"
+#include "core/ports.h"
+#include "core/scheduler.h"
+#include "events/event_store.h"
+#include "gate/convergence.h"
+#include "gate/policy.h"
+
+namespace attune {
+
+// Limits of the loop, each with its unit in the name.
+inline constexpr std::uint32_t kProposalsPerStepMax = 64;             // tuner answers in one step
+inline constexpr std::uint32_t kRefusalsInARowMax = 200;              // then the tuner is stopped
+inline constexpr std::uint32_t kCheckAttemptsPerCandidateMax = 2;     // infra retries of a check
+inline constexpr std::int64_t kHangCheckIntervalNs = 60'000'000'000;  // log-silence polling
+
+struct RuntimeOptions {
+  // One line per finished run and per decision that matters; empty to stay quiet.
+  std::function<void(const std::string&)> progress;
+  std::uint64_t crash_after_event = 0;  // 0: off (see ATTUNE_CRASH_AFTER_EVENT)
+  ConvergenceThresholds convergence;
+};
+
+class CampaignRuntime {
+ public:
+  CampaignRuntime(EventStore& store, std::string campaign_id, Policy policy, Recipe baseline,
+                  Scheduler& scheduler, Launcher& launcher, const MetricsSource& metrics,
+                  Tuner& tuner, RuntimeOptions options);
+  ~CampaignRuntime();
+  CampaignRuntime(const CampaignRuntime&) = delete;
+  CampaignRuntime& operator=(const CampaignRuntime&) = delete;
+
+  // Records CampaignOpened as the campaign's first event.
+  Status open(const CampaignOpened& opened);
+  // Folds the ledger and reconciles admitted, unfinished runs with the launcher.
+  Status resume();
+  // Runs the scheduler until the campaign has shipped a recipe (or an operating error stops it).
+  Status run();
+
+  const ControlState& state() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ATTUNE_CRASH_AFTER_EVENT from the environment; 0 when unset or invalid.
+std::uint64_t crash_after_event_from_environment();
+
+}  // namespace attune

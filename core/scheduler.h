@@ -1,0 +1,39 @@
+// Scheduler: the clock port. Time enters the control plane only through here.
+//
+// Two implementations: VirtualScheduler, a discrete-event clock that jumps from one scheduled
+// callback to the next (a simulated campaign of hundreds of GPU-hours runs in seconds and replays
+// bit-identically), and AsioScheduler, which runs callbacks on Boost.Asio timers in real time.
+// Callbacks run one at a time on the thread that calls run(); callbacks scheduled for the same
+// instant run in the order they were scheduled. REQUIRES: external synchronization; schedule()
+// is called from callbacks or before run().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace attune {
+
+class Scheduler {
+ public:
+  using Callback = std::function<void()>;
+  virtual ~Scheduler() = default;
+
+  virtual std::int64_t now_unix_ns() const = 0;
+  // Runs `callback` at `at_unix_ns` (at once if that is in the past).
+  virtual void schedule_at(std::int64_t at_unix_ns, Callback callback) = 0;
+  void schedule_after(std::int64_t delay_ns, Callback callback) {
+    schedule_at(now_unix_ns() + delay_ns, std::move(callback));
+  }
+  // Runs callbacks until none is left or stop() is called.
+  virtual void run() = 0;
+  virtual void stop() = 0;
+};
+
+// Starts at `start_unix_ns` and advances only when run() takes the next callback.
+std::unique_ptr<Scheduler> make_virtual_scheduler(std::int64_t start_unix_ns);
+
+// Wall-clock time on Boost.Asio steady timers.
+std::unique_ptr<Scheduler> make_asio_scheduler();
+
+}  // namespace attune

@@ -67,7 +67,7 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
   CLI::App* run = campaign->add_subcommand(
       "run", "Open a campaign from a campaign file (TOML) in the ledger and print its status");
   run->add_option("CAMPAIGN.toml", options->campaign_file, "The campaign file")->required();
-  run->add_option("--db", options->db, "Ledger folder (a RocksDB database)", true);
+  run->add_option("--db", options->db, "Ledger folder (a RocksDB database)")->capture_default_str();
   run->add_option("--seed", options->seed, "Override the campaign file's seed");
   run->add_flag("--json", options->json, "Machine-readable output");
   run->callback([&exit_code, options] { exit_code = run_campaign(*options); });

@@ -1,0 +1,213 @@
+// The attune command line as a user runs it: exit codes, one-line errors, views of the ledger.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "events/codec.h"
+#include "events/event_store.h"
+
+namespace attune {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `attune ARGS` with stdout and stderr captured separately.
+Outcome attune(const std::string& args) {
+  const fs::path err_file = fs::temp_directory_path() / ("attune-cli-err-" + std::to_string(::getpid()));
+  const std::string command = std::string(ATTUNE_BIN_DIR) + "/attune " + args + " 2>" +
+                              err_file.string();
+  Outcome outcome;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return outcome;
+  std::array<char, 4096> buffer{};
+  std::size_t read = 0;
+  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    outcome.out.append(buffer.data(), read);
+  }
+  const int status = ::pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  std::stringstream text;
+  text << err.rdbuf();
+  outcome.err = text.str();
+  fs::remove(err_file);
+  return outcome;
+}
+
+int lines_of(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("attune-cli-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string db() const { return (dir_ / "ledger").string(); }
+  std::string example() const {
+    return std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml";
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const fs::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  // Opens the example campaign and returns its id.
+  std::string open_campaign() {
+    Outcome run = attune("campaign run " + example() + " --db " + db() + " --json");
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    auto json = nlohmann::json::parse(run.out, nullptr, false);
+    EXPECT_FALSE(json.is_discarded()) << run.out;
+    return json.is_discarded() ? "" : json.value("campaign_id", "");
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, HelpAndVersionTellTheTruthAndExitZero) {
+  Outcome help = attune("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* command : {"campaign", "status", "replay", "audit", "ledger", "gate"}) {
+    EXPECT_NE(help.out.find(command), std::string::npos) << command;
+  }
+  Outcome version = attune("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("attune "), std::string::npos);
+  for (const char* command : {"status", "replay", "audit", "ledger export", "campaign run"}) {
+    Outcome sub = attune(std::string(command) + " --help");
+    EXPECT_EQ(sub.exit_code, 0) << command;
+    EXPECT_NE(sub.out.find("--json"), std::string::npos) << command;
+  }
+}
+
+TEST_F(Cli, UnknownCommandsAndMissingOptionsGiveOneLineErrors) {
+  for (const char* args : {"frobnicate", "status", "ledger export --db /nonexistent"}) {
+    Outcome outcome = attune(args);
+    EXPECT_NE(outcome.exit_code, 0) << args;
+    EXPECT_EQ(lines_of(outcome.err), 1) << args << ": " << outcome.err;
+    EXPECT_EQ(outcome.err.rfind("attune: ", 0), 0u) << outcome.err;
+  }
+}
+
+TEST_F(Cli, AMissingLedgerIsNamedInTheError) {
+  Outcome outcome = attune("status --db " + db());
+  EXPECT_EQ(outcome.exit_code, 2);
+  EXPECT_NE(outcome.err.find(db()), std::string::npos) << outcome.err;
+  EXPECT_EQ(lines_of(outcome.err), 1);
+}
+
+TEST_F(Cli, CampaignRunOpensTheCampaignAndTheViewsShowIt) {
+  const std::string id = open_campaign();
+  ASSERT_FALSE(id.empty());
+  Outcome status = attune("status --db " + db() + " --json");
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto json = nlohmann::json::parse(status.out);
+  EXPECT_EQ(json.at(0).value("campaign_id", ""), id);
+
+  Outcome text = attune("status --db " + db() + " --campaign " + id);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("qwen3-30b-a3b"), std::string::npos) << text.out;
+
+  Outcome replay = attune("replay --db " + db() + " --campaign " + id + " --json");
+  EXPECT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_TRUE(nlohmann::json::parse(replay.out).at("chain").at("ok").get<bool>());
+
+  Outcome audit = attune("audit --db " + db() + " --campaign " + id);
+  EXPECT_EQ(audit.exit_code, 0) << audit.err;
+  EXPECT_NE(audit.out.find("consistent"), std::string::npos);
+
+  Outcome jsonl = attune("ledger export --db " + db() + " --campaign " + id + " --format jsonl");
+  ASSERT_EQ(jsonl.exit_code, 0) << jsonl.err;
+  auto first = nlohmann::json::parse(jsonl.out.substr(0, jsonl.out.find('\n')));
+  EXPECT_EQ(first.value("type", ""), "CampaignOpened");
+  EXPECT_EQ(first.value("sequence", 0), 1);
+  Outcome csv = attune("ledger export --db " + db() + " --campaign " + id + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0);
+  EXPECT_EQ(csv.out.rfind("sequence,campaign_id,", 0), 0u);
+  EXPECT_EQ(attune("ledger export --db " + db() + " --format xml").exit_code, 2);
+}
+
+TEST_F(Cli, TheSameCampaignFileAndSeedGiveTheSameLedgerBytes) {
+  const std::string id = open_campaign();
+  Outcome first = attune("ledger export --db " + db() + " --campaign " + id);
+  fs::remove_all(db());
+  ASSERT_EQ(open_campaign(), id);
+  Outcome second = attune("ledger export --db " + db() + " --campaign " + id);
+  EXPECT_EQ(first.out, second.out);
+  // Opening it again in the same ledger is refused and changes nothing.
+  Outcome again = attune("campaign run " + example() + " --db " + db());
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_EQ(attune("ledger export --db " + db() + " --campaign " + id).out, second.out);
+}
+
+TEST_F(Cli, AMalformedCampaignFileIsRefusedWithFileLineAndKeyAndTheLedgerIsUntouched) {
+  const std::string bad = write("bad.toml",
+                                "name = \"x\"\n[cluster]\nmodel = \"llama3.1-8b\"\nhardware = "
+                                "\"h100\"\ngpus = \"eight\"\n");
+  Outcome outcome = attune("campaign run " + bad + " --db " + db());
+  EXPECT_EQ(outcome.exit_code, 2);
+  EXPECT_EQ(lines_of(outcome.err), 1) << outcome.err;
+  EXPECT_NE(outcome.err.find(bad + ":5:"), std::string::npos) << outcome.err;
+  EXPECT_NE(outcome.err.find("gpus"), std::string::npos) << outcome.err;
+  EXPECT_FALSE(fs::exists(db())) << "a refused campaign file must not create a ledger";
+
+  const std::string bad_recipe = write(
+      "bad-recipe.toml",
+      "name = \"x\"\n[cluster]\nmodel = \"m\"\nhardware = \"h100\"\ngpus = 8\n[workload]\n"
+      "seq_length = 4096\nglobal_batch = 8\n[baseline]\nrecipe = \"--bf16 true\"\n[budget]\n"
+      "gpu_hours = 10\n");
+  outcome = attune("campaign run " + bad_recipe + " --db " + db());
+  EXPECT_EQ(outcome.exit_code, 2);
+  EXPECT_NE(outcome.err.find("--bf16"), std::string::npos) << outcome.err;
+}
+
+TEST_F(Cli, ReplayAndAuditFailOnATamperedLedger) {
+  const std::string id = open_campaign();
+  {
+    auto store = EventStore::open(db());
+    ASSERT_TRUE(store.ok()) << store.error();
+    auto records = (*store)->read_raw(id);
+    ASSERT_TRUE(records.ok());
+    Envelope envelope = decode_envelope(records->front().bytes).value();
+    std::get<CampaignOpened>(envelope.body).gpu_count = 1024;  // a forged change
+    ASSERT_TRUE((*store)->overwrite_raw_for_testing(id, 1, encode_envelope(envelope, true)).ok());
+  }
+  Outcome replay = attune("replay --db " + db() + " --campaign " + id);
+  EXPECT_EQ(replay.exit_code, 1);
+  EXPECT_EQ(lines_of(replay.err), 1) << replay.err;
+  Outcome audit = attune("audit --db " + db() + " --campaign " + id + " --json");
+  EXPECT_EQ(audit.exit_code, 1);
+  EXPECT_FALSE(nlohmann::json::parse(audit.out).at("consistent").get<bool>());
+}
+
+TEST_F(Cli, ALedgerHeldByAWriterIsReportedAndViewsStillRead) {
+  const std::string id = open_campaign();
+  auto writer = EventStore::open(db());
+  ASSERT_TRUE(writer.ok());
+  Outcome status = attune("status --db " + db());
+  EXPECT_EQ(status.exit_code, 0) << "read-only views work beside a writer: " << status.err;
+  Outcome run = attune("campaign run " + example() + " --db " + db() + " --seed 99");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("held by another process"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace attune

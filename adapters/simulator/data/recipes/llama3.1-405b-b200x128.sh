@@ -1,0 +1,24 @@
+# Llama-3.1-405B on 128 B200 (16 nodes of 8), FP8, from the Megatron-Bridge 25.11 benchmark
+# recipe (perf_model.md §3b): TP4 PP8 CP2 VP8, sequence 8192, MBS 1, GBS 64; embedding and loss
+# count as pipeline layers (126 + 2 layers over 8 x 8 chunks). The paper's Llama-3.1-405B
+# baseline (attune-paper.md §3).
+CUDA_DEVICE_MAX_CONNECTIONS=1
+python pretrain_gpt.py \
+  --tensor-model-parallel-size 4 \
+  --pipeline-model-parallel-size 8 \
+  --context-parallel-size 2 \
+  --num-virtual-stages-per-pipeline-rank 8 \
+  --account-for-embedding-in-pipeline-split \
+  --account-for-loss-in-pipeline-split \
+  --sequence-parallel \
+  --tp-comm-overlap \
+  --micro-batch-size 1 \
+  --global-batch-size 64 \
+  --seq-length 8192 \
+  --bf16 \
+  --fp8-format hybrid \
+  --fp8-recipe tensorwise \
+  --use-distributed-optimizer \
+  --overlap-grad-reduce \
+  --overlap-param-gather \
+  --cross-entropy-loss-fusion

@@ -1,0 +1,24 @@
+# MiniMax-M2 on 64 B200 (8 nodes of 8) with the optimizer offloaded to the CPU: a public recipe
+# for 128 GPUs ported to 64 (attune-paper.md §3): TP2 PP2 EP32 ETP1, sequence parallel, MBS 1,
+# sequence 4096, alltoall dispatcher, precision-aware distributed optimizer with CPU offload.
+CUDA_DEVICE_MAX_CONNECTIONS=1
+python pretrain_gpt.py \
+  --tensor-model-parallel-size 2 \
+  --pipeline-model-parallel-size 2 \
+  --expert-model-parallel-size 32 \
+  --expert-tensor-parallel-size 1 \
+  --sequence-parallel \
+  --micro-batch-size 1 \
+  --global-batch-size 1024 \
+  --seq-length 4096 \
+  --bf16 \
+  --moe-token-dispatcher-type alltoall \
+  --moe-grouped-gemm \
+  --moe-permute-fusion \
+  --use-distributed-optimizer \
+  --use-precision-aware-optimizer \
+  --optimizer-cpu-offload \
+  --optimizer-offload-fraction 1.0 \
+  --overlap-cpu-optimizer-d2h-h2d \
+  --overlap-grad-reduce \
+  --cross-entropy-loss-fusion

@@ -1,0 +1,166 @@
+// The paper's qualitative findings (attune-paper.md §3, issue 3 "Acceptance") as known answers of
+// the clean model, from the baseline recipes in adapters/simulator/data/recipes. No model has a
+// term of its own: these follow from the same formulas for every model.
+//
+// Where the model's magnitudes differ from the paper's measurements, the test asserts the finding
+// as the model reproduces it and says what differs.
+#include <gtest/gtest.h>
+
+#include "adapters/simulator/performance_model.h"
+#include "adapters/simulator/presets.h"
+#include "adapters/simulator/sweep.h"
+
+namespace attune::sim {
+namespace {
+
+Workload workload(const char* model, const char* gpu, int gpus, int seq, int gbs,
+                  Precision precision = Precision::kBf16) {
+  Workload w;
+  w.model = load_model(model).value();
+  w.hardware = load_hardware(gpu).value();
+  w.gpus = gpus;
+  w.seq_length = seq;
+  w.global_batch_size = gbs;
+  w.precision = precision;
+  return w;
+}
+
+// The preset recipe with `changes` ("flag=value", "flag" for a switch, "flag=false" to drop one).
+Recipe variant(const char* preset, std::initializer_list<const char*> changes) {
+  Recipe recipe = load_recipe_preset(preset).value();
+  for (std::string change : changes) {
+    const std::size_t eq = change.find('=');
+    const std::string flag = change.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : change.substr(eq + 1);
+    Status status = set_flag(recipe, flag, value);
+    EXPECT_TRUE(status.ok()) << change << ": " << status.error();
+  }
+  return recipe;
+}
+
+double gain(const Prediction& candidate, const Prediction& baseline) {
+  return candidate.tokens_per_s_per_gpu / baseline.tokens_per_s_per_gpu - 1;
+}
+
+Prediction valid(const Workload& w, const Recipe& recipe) {
+  Prediction p = predict(w, recipe);
+  EXPECT_TRUE(p.valid) << p.error;
+  return p;
+}
+
+// GLM-4.5 on 128 B200 from its H100 public recipe (TP2 PP8 EP16 ETP1, 10-layer end stages).
+TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1WithFullRecomputation) {
+  const Workload w = workload("glm-4.5", "b200", 128, 4096, 2048);
+  const Prediction baseline = valid(w, load_recipe_preset("glm-4.5-b200x128").value());
+  ASSERT_TRUE(baseline.fits_in_memory);
+
+  // Moving expert parallelism inside a node helps; the DeepEP dispatcher helps more.
+  const Prediction ep8 = valid(w, variant("glm-4.5-b200x128", {"expert-model-parallel-size=8"}));
+  const Prediction deepep =
+      valid(w, variant("glm-4.5-b200x128",
+                       {"expert-model-parallel-size=8", "moe-token-dispatcher-type=flex"}));
+  EXPECT_GT(gain(ep8, baseline), 0.1);
+  EXPECT_GT(deepep.tokens_per_s_per_gpu, ep8.tokens_per_s_per_gpu);
+
+  // TP1 at 16 pipeline stages (light end stages for the embedding and the loss + MTP) runs out
+  // of memory under the baseline's recomputation, and fits with full recomputation, on the order
+  // of +50 % over the public recipe.
+  const std::initializer_list<const char*> tp1 = {
+      "tensor-model-parallel-size=1",        "sequence-parallel=false",
+      "pipeline-model-parallel-size=16",     "expert-model-parallel-size=8",
+      "decoder-first-pipeline-num-layers=6", "decoder-last-pipeline-num-layers=2"};
+  const Prediction tp1_selective = valid(w, variant("glm-4.5-b200x128", tp1));
+  EXPECT_FALSE(tp1_selective.fits_in_memory);
+  Recipe full = variant("glm-4.5-b200x128", tp1);
+  for (const char* change :
+       {"recompute-granularity=full", "recompute-method=uniform", "recompute-num-layers=1"}) {
+    const std::string c = change;
+    ASSERT_TRUE(set_flag(full, c.substr(0, c.find('=')), c.substr(c.find('=') + 1)).ok());
+  }
+  const Prediction tp1_full = valid(w, full);
+  EXPECT_TRUE(tp1_full.fits_in_memory);
+  EXPECT_GT(gain(tp1_full, baseline), 0.3);
+  EXPECT_LT(gain(tp1_full, baseline), 0.8);
+
+  // The oracle's fastest layouts drop TP to 1 and deepen the pipeline: TP1 at 16 stages is within
+  // a few percent of the best. (In the model they keep activations in check with context
+  // parallelism or selective recomputation rather than full recomputation, and the intranode-
+  // expert TP2 layout stays ahead of TP1 with full recomputation: the model's GPU is not idle
+  // enough between microbatches to absorb the recomputation.)
+  SweepOptions options;
+  options.top_k = 20;
+  Result<SweepResult> oracle = sweep(w, load_recipe_preset("glm-4.5-b200x128").value(), options);
+  ASSERT_TRUE(oracle.ok()) << oracle.error();
+  ASSERT_FALSE(oracle->best.empty());
+  const SweepEntry& best = oracle->best.front();
+  EXPECT_EQ(best.layout.layout.tp, 1);
+  EXPECT_GE(best.layout.layout.pp, 8);
+  bool tp1_pp16_near_best = false;
+  for (const SweepEntry& entry : oracle->best) {
+    tp1_pp16_near_best =
+        tp1_pp16_near_best || (entry.layout.layout.tp == 1 && entry.layout.layout.pp == 16 &&
+                               gain(entry.prediction, best.prediction) > -0.03);
+  }
+  EXPECT_TRUE(tp1_pp16_near_best);
+}
+
+// Llama-3.1-405B on 128 B200 (FP8, TP4 PP8 CP2 VP8, sequence 8192, GBS 64).
+TEST(SimFindings, Llama405bPipelineSendReceiveAndFewerVirtualStages) {
+  const Workload w = workload("llama3.1-405b", "b200", 128, 8192, 64, Precision::kFp8);
+  const Prediction baseline = valid(w, load_recipe_preset("llama3.1-405b-b200x128").value());
+  ASSERT_TRUE(baseline.fits_in_memory);
+  // Pipeline send/receive between nodes is the leading communication cost.
+  const Breakdown& b = baseline.breakdown;
+  EXPECT_GT(b.pp_p2p_s / baseline.step_time_s, 0.08);
+  EXPECT_GT(b.pp_p2p_s, b.tp_comm_s);
+  EXPECT_GT(b.pp_p2p_s, b.cp_comm_s);
+  EXPECT_GT(b.pp_p2p_s, b.dp_comm_s);
+
+  // Fewer model chunks carry less of that traffic: PP16 VP2 (which also drops data parallelism
+  // to one) gains on the order of 5-12 %; PP8 with VP2 or VP4 gains less in the model (1-4 %).
+  const Prediction pp16_vp2 = valid(
+      w, variant("llama3.1-405b-b200x128",
+                 {"pipeline-model-parallel-size=16", "num-virtual-stages-per-pipeline-rank=2"}));
+  EXPECT_TRUE(pp16_vp2.fits_in_memory);
+  EXPECT_GT(gain(pp16_vp2, baseline), 0.04);
+  EXPECT_LT(gain(pp16_vp2, baseline), 0.15);
+  for (const char* vp :
+       {"num-virtual-stages-per-pipeline-rank=2", "num-virtual-stages-per-pipeline-rank=4"}) {
+    const Prediction fewer = valid(w, variant("llama3.1-405b-b200x128", {vp}));
+    EXPECT_GT(gain(fewer, baseline), 0.0) << vp;
+  }
+}
+
+// MiniMax-M2 on 64 B200 with the optimizer offloaded to the CPU.
+TEST(SimFindings, MiniMaxM2DroppingOffloadAndDeepeningThePipeline) {
+  const Workload w = workload("minimax-m2", "b200", 64, 4096, 1024);
+  const Prediction baseline = valid(w, load_recipe_preset("minimax-m2-b200x64").value());
+  ASSERT_TRUE(baseline.fits_in_memory);
+  EXPECT_GT(baseline.breakdown.optimizer_s / baseline.step_time_s, 0.3);  // CPU Adam dominates
+  const Prediction no_offload =
+      valid(w, variant("minimax-m2-b200x64", {"optimizer-cpu-offload=false"}));
+  EXPECT_TRUE(no_offload.fits_in_memory);
+  EXPECT_GT(gain(no_offload, baseline), 0.5);
+  const Prediction deeper =
+      valid(w, variant("minimax-m2-b200x64",
+                       {"optimizer-cpu-offload=false", "pipeline-model-parallel-size=4",
+                        "expert-model-parallel-size=16", "account-for-embedding-in-pipeline-split",
+                        "account-for-loss-in-pipeline-split"}));
+  EXPECT_TRUE(deeper.fits_in_memory);
+  EXPECT_GT(deeper.tokens_per_s_per_gpu, no_offload.tokens_per_s_per_gpu);
+  EXPECT_GT(deeper.tokens_per_s_per_gpu / baseline.tokens_per_s_per_gpu, 2.7);
+}
+
+// Mixtral-8x22B from its expert-tuned recipe: nothing gains more than about 3 %.
+TEST(SimFindings, Mixtral8x22bExpertRecipeIsNearTheOptimum) {
+  const Workload w = workload("mixtral-8x22b", "h100", 128, 4096, 256);
+  const Recipe baseline = load_recipe_preset("mixtral-8x22b-h100x128").value();
+  Result<SweepResult> oracle = sweep(w, baseline);
+  ASSERT_TRUE(oracle.ok()) << oracle.error();
+  ASSERT_TRUE(oracle->baseline.fits_in_memory);
+  ASSERT_FALSE(oracle->best.empty());
+  EXPECT_LT(gain(oracle->best.front().prediction, oracle->baseline), 0.05);
+}
+
+}  // namespace
+}  // namespace attune::sim

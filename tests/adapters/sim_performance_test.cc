@@ -1,0 +1,185 @@
+// The performance model's contract: the breakdown adds up to the step time, every cost term
+// passes through its factor, and the physics moves the right way.
+#include <gtest/gtest.h>
+
+#include "adapters/simulator/performance_model.h"
+#include "adapters/simulator/presets.h"
+
+namespace attune::sim {
+namespace {
+
+Workload workload(const char* model, const char* gpu, int gpus, int seq, int gbs,
+                  Precision precision = Precision::kBf16) {
+  Workload w;
+  w.model = load_model(model).value();
+  w.hardware = load_hardware(gpu).value();
+  w.gpus = gpus;
+  w.seq_length = seq;
+  w.global_batch_size = gbs;
+  w.precision = precision;
+  return w;
+}
+
+Prediction run(const Workload& w, const std::string& flags, const CostFactors& f = {}) {
+  Result<Recipe> recipe =
+      parse_recipe("CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py " + flags);
+  EXPECT_TRUE(recipe.ok()) << recipe.error();
+  Prediction p = predict(w, recipe.value(), f);
+  EXPECT_TRUE(p.valid) << p.error;
+  return p;
+}
+
+// A MoE launch where every cost term is present: TP, CP, cross-node EP, interleaved PP,
+// data parallelism, selective recomputation, CPU optimizer offload.
+const Workload& busy_workload() {
+  static const Workload w = workload("qwen3-30b-a3b", "h100", 128, 8192, 256);
+  return w;
+}
+const char* kBusyFlags =
+    "--tensor-model-parallel-size 2 --sequence-parallel --context-parallel-size 2 "
+    "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 "
+    "--expert-model-parallel-size 16 --expert-tensor-parallel-size 1 --micro-batch-size 1 "
+    "--moe-token-dispatcher-type alltoall --moe-grouped-gemm "
+    "--recompute-granularity selective --recompute-modules core_attn moe_act "
+    "--use-distributed-optimizer --use-precision-aware-optimizer --optimizer-cpu-offload "
+    "--optimizer-offload-fraction 0.5";
+
+TEST(SimPerformance, BreakdownAddsUpToTheStepTime) {
+  const Prediction p = run(busy_workload(), kBusyFlags);
+  const Breakdown& b = p.breakdown;
+  EXPECT_NEAR(b.total_s(), p.step_time_s, 1e-9 * p.step_time_s);
+  EXPECT_NEAR(b.compute_s, b.gemm_s + b.attention_s + b.elementwise_s, 1e-12);
+  EXPECT_GT(b.gemm_s, 0);
+  EXPECT_GT(b.attention_s, 0);
+  EXPECT_GT(b.elementwise_s, 0);
+  EXPECT_GT(b.tp_comm_s, 0);
+  EXPECT_GT(b.cp_comm_s + p.stages[0].forward.cp_comm_hidden_s, 0);
+  EXPECT_GT(b.ep_a2a_s, 0);
+  EXPECT_GT(b.pp_p2p_s, 0);
+  EXPECT_GT(b.bubble_s, 0);
+  EXPECT_GT(b.recompute_s, 0);
+  EXPECT_GT(b.optimizer_s, 0);
+  const double tokens = 256.0 * 8192;
+  EXPECT_NEAR(p.tokens_per_s_per_gpu, tokens / (p.step_time_s * 128), 1e-6);
+  ASSERT_EQ(p.stages.size(), 2u);
+  ASSERT_EQ(p.peak_memory_gib_by_stage.size(), 2u);
+  for (const StageTiming& s : p.stages) {
+    EXPECT_NEAR(s.microbatch_s,
+                s.forward.total_s() + s.backward.total_s() + s.recompute.total_s() + s.pp_p2p_s,
+                1e-12);
+  }
+}
+
+// Each factor scales its own term: doubling it makes that term (exposed plus hidden) grow and
+// never makes the step faster.
+TEST(SimPerformance, EveryTermPassesThroughItsFactor) {
+  const Prediction base = run(busy_workload(), kBusyFlags);
+  struct Case {
+    const char* name;
+    double CostFactors::*factor;
+    double (*term)(const Prediction&);
+  };
+  const Case cases[] = {
+      {"gemm", &CostFactors::gemm, [](const Prediction& p) { return p.breakdown.gemm_s; }},
+      {"attention", &CostFactors::attention,
+       [](const Prediction& p) { return p.breakdown.attention_s; }},
+      {"elementwise", &CostFactors::elementwise,
+       [](const Prediction& p) { return p.breakdown.elementwise_s; }},
+      {"tp_comm", &CostFactors::tp_comm, [](const Prediction& p) { return p.breakdown.tp_comm_s; }},
+      {"cp_comm", &CostFactors::cp_comm,
+       [](const Prediction& p) {
+         return p.stages[0].forward.cp_comm_s + p.stages[0].forward.cp_comm_hidden_s;
+       }},
+      {"ep_a2a", &CostFactors::ep_a2a, [](const Prediction& p) { return p.breakdown.ep_a2a_s; }},
+      {"pp_p2p", &CostFactors::pp_p2p, [](const Prediction& p) { return p.breakdown.pp_p2p_s; }},
+      {"dp_comm", &CostFactors::dp_comm,
+       [](const Prediction& p) { return p.stages[0].dp_comm_s + p.stages[0].dp_comm_hidden_s; }},
+      {"optimizer", &CostFactors::optimizer,
+       [](const Prediction& p) { return p.breakdown.optimizer_s; }},
+      {"recompute", &CostFactors::recompute,
+       [](const Prediction& p) { return p.breakdown.recompute_s; }},
+      {"memory", &CostFactors::memory,
+       [](const Prediction& p) { return p.stages[0].memory.activations_gib; }},
+  };
+  for (const Case& c : cases) {
+    CostFactors f;
+    f.*c.factor = 2.0;
+    const Prediction p = run(busy_workload(), kBusyFlags, f);
+    EXPECT_NEAR(c.term(p), 2 * c.term(base), 1e-6 * c.term(base)) << c.name;
+    EXPECT_GE(p.step_time_s, base.step_time_s) << c.name;
+  }
+}
+
+TEST(SimPerformance, HostFactorShowsWhenLaunchBound) {
+  // Tiny microbatches of a small MoE model on a fast GPU: the CPU cannot launch work as fast as
+  // the GPU runs it.
+  const Workload w = workload("qwen3-30b-a3b", "b200", 8, 1024, 64);
+  const char* flags =
+      "--expert-model-parallel-size 8 --micro-batch-size 1 --moe-token-dispatcher-type alltoall "
+      "--moe-grouped-gemm";
+  const Prediction base = run(w, flags);
+  EXPECT_GT(base.breakdown.host_s, 0);
+  CostFactors slow_host;
+  slow_host.host = 2.0;
+  EXPECT_GT(run(w, flags, slow_host).breakdown.host_s, 1.5 * base.breakdown.host_s);
+  // CUDA graphs of the whole iteration remove most of the launch cost.
+  const Prediction graphed =
+      run(w, std::string(flags) +
+                 " --cuda-graph-impl full_iteration --no-check-for-nan-in-loss-and-grad");
+  EXPECT_LT(graphed.breakdown.host_s, 0.5 * base.breakdown.host_s);
+}
+
+TEST(SimPerformance, PhysicsMovesTheRightWay) {
+  const Workload bf16 = workload("llama3.1-70b", "h100", 64, 8192, 128);
+  const Workload fp8 = workload("llama3.1-70b", "h100", 64, 8192, 128, Precision::kFp8);
+  const char* flags =
+      "--tensor-model-parallel-size 4 --sequence-parallel --pipeline-model-parallel-size 4 "
+      "--num-virtual-stages-per-pipeline-rank 5 --context-parallel-size 2 --micro-batch-size 1 "
+      "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather";
+  const Prediction b = run(bf16, flags);
+  const Prediction f = run(fp8, flags);
+  EXPECT_GT(f.tokens_per_s_per_gpu, 1.2 * b.tokens_per_s_per_gpu);  // FP8 speeds up GEMMs
+  EXPECT_LT(f.tokens_per_s_per_gpu, 2.0 * b.tokens_per_s_per_gpu);  // ... and only GEMMs
+  EXPECT_LT(f.mfu, b.mfu);                                          // MFU is over the FP8 peak
+
+  // TP communication overlap hides part of the TP traffic.
+  const Prediction overlapped = run(bf16, std::string(flags) + " --tp-comm-overlap");
+  EXPECT_LT(overlapped.breakdown.tp_comm_s, b.breakdown.tp_comm_s);
+
+  // Expert parallelism across nodes is slower than inside a node.
+  const Workload glm = workload("glm-4.5", "b200", 128, 4096, 2048);
+  const Recipe base = load_recipe_preset("glm-4.5-b200x128").value();
+  Recipe inside = base;
+  ASSERT_TRUE(set_flag(inside, "expert-model-parallel-size", "8").ok());
+  const Prediction across_nodes = predict(glm, base);
+  const Prediction in_node = predict(glm, inside);
+  EXPECT_GT(across_nodes.breakdown.ep_a2a_s, 2 * in_node.breakdown.ep_a2a_s);
+
+  // Full recomputation costs about a third more compute and saves activation memory.
+  Recipe full = inside;
+  ASSERT_TRUE(set_flag(full, "recompute-granularity", "full").ok());
+  ASSERT_TRUE(set_flag(full, "recompute-method", "uniform").ok());
+  ASSERT_TRUE(set_flag(full, "recompute-num-layers", "1").ok());
+  const Prediction recomputed = predict(glm, full);
+  ASSERT_TRUE(recomputed.valid) << recomputed.error;
+  EXPECT_NEAR(recomputed.breakdown.recompute_s / recomputed.breakdown.compute_s, 1.0 / 3, 0.1);
+  EXPECT_LT(recomputed.peak_memory_gib, in_node.peak_memory_gib);
+}
+
+TEST(SimPerformance, OutOfMemoryIsValidButDoesNotFit) {
+  const Workload w = workload("llama3.1-70b", "h100", 8, 8192, 64);
+  const Prediction p = run(w, "--micro-batch-size 1 --use-distributed-optimizer");
+  EXPECT_TRUE(p.valid);
+  EXPECT_FALSE(p.fits_in_memory);
+  EXPECT_GT(p.peak_memory_gib, p.memory_capacity_gib);
+}
+
+TEST(SimPerformance, InvalidRecipeCarriesMegatronsMessage) {
+  const Workload w = workload("llama3.1-8b", "b200", 8, 4096, 64);
+  const Prediction p = predict(w, parse_recipe("--tensor-model-parallel-size 3").value());
+  EXPECT_FALSE(p.valid);
+  EXPECT_EQ(p.error, "world size (8) is not divisible by total_model_size (total_model_size=3)");
+}
+
+}  // namespace
+}  // namespace attune::sim

@@ -1,0 +1,153 @@
+// Model and hardware presets: the contract names load, the architectures match perf_model.md §1,
+// and a user's TOML file goes through the same parser with one-line errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "adapters/simulator/presets.h"
+
+namespace attune::sim {
+namespace {
+
+TEST(SimPresets, ContractNamesLoad) {
+  for (const char* name : {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b",
+                           "mixtral-8x22b", "glm-4.5", "minimax-m2", "deepseek-v3", "qwen3-30b-a3b",
+                           "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b"}) {
+    Result<ModelSpec> model = load_model(name);
+    ASSERT_TRUE(model.ok()) << model.error();
+    EXPECT_EQ(model->name, name);
+  }
+  for (const char* name : {"a100-80g", "h100", "h200", "b200", "gb200"}) {
+    Result<HardwareSpec> hw = load_hardware(name);
+    ASSERT_TRUE(hw.ok()) << hw.error();
+    EXPECT_EQ(hw->name, name);
+  }
+  EXPECT_EQ(model_preset_names().size(), 12u);
+  EXPECT_EQ(hardware_preset_names().size(), 5u);
+}
+
+TEST(SimPresets, HardwarePeaksFromTheReference) {
+  const HardwareSpec h100 = load_hardware("h100").value();
+  EXPECT_EQ(h100.bf16_dense_tflops, 989);
+  EXPECT_EQ(h100.fp8_dense_tflops, 1979);
+  EXPECT_EQ(h100.nvlink_domain_gpus, 8);
+  const HardwareSpec b200 = load_hardware("b200").value();
+  EXPECT_EQ(b200.bf16_dense_tflops, 2250);
+  EXPECT_EQ(b200.fp8_dense_tflops, 4500);
+  EXPECT_EQ(b200.hbm_bandwidth_gb_per_s, 8000);
+  EXPECT_EQ(load_hardware("gb200")->bf16_dense_tflops, 2500);
+}
+
+// Total and active parameters (billions) of perf_model.md §1's derived table.
+TEST(SimPresets, ParameterCountsMatchTheReference) {
+  struct Expected {
+    const char* model;
+    double total_b;
+    double active_b;
+  };
+  const Expected expected[] = {
+      {"llama3.1-405b", 405.9, 405.9},  {"llama3.1-70b", 70.6, 70.6}, {"llama3.1-8b", 8.0, 8.0},
+      {"mixtral-8x22b", 140.6, 39.2},   {"mixtral-8x7b", 46.7, 12.9}, {"glm-4.5", 352.8, 33.6},
+      {"minimax-m2", 228.7, 11.0},      {"deepseek-v3", 671.0, 37.6}, {"qwen3-30b-a3b", 30.5, 3.4},
+      {"qwen3-235b-a22b", 235.1, 22.2}, {"gpt-oss-120b", 116.8, 5.7}, {"gpt-oss-20b", 20.9, 4.2},
+  };
+  for (const Expected& e : expected) {
+    const ModelSpec model = load_model(e.model).value();
+    EXPECT_NEAR(total_params(model, 1, 0) / 1e9, e.total_b, 0.01 * e.total_b + 0.1) << e.model;
+    EXPECT_NEAR(active_params(model, 1, 0) / 1e9, e.active_b, 0.02 * e.active_b + 0.1) << e.model;
+  }
+}
+
+TEST(SimPresets, UnknownPresetNamesThePresets) {
+  Result<ModelSpec> model = load_model("llama4");
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.error().find("unknown model 'llama4'"), std::string::npos) << model.error();
+  EXPECT_NE(model.error().find("glm-4.5"), std::string::npos);
+}
+
+class CustomModelFile : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    const auto dir = std::filesystem::temp_directory_path() / "attune-sim-presets-test";
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "my-model.toml").string();
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+constexpr const char* kCustomModel = R"(name = "tiny-moe"
+num_layers = 4
+hidden_size = 1024
+ffn_hidden_size = 4096
+gated_linear_unit = false
+vocab_size = 32000
+
+[attention]
+num_attention_heads = 16
+
+[moe]
+num_experts = 8
+router_topk = 2
+ffn_hidden_size = 512
+first_dense_layers = 1
+)";
+
+TEST_F(CustomModelFile, LoadsThroughTheSameParser) {
+  Result<ModelSpec> model = load_model(write(kCustomModel));
+  ASSERT_TRUE(model.ok()) << model.error();
+  EXPECT_EQ(model->name, "tiny-moe");
+  EXPECT_EQ(model->num_query_groups, 16);  // multi-head attention by default
+  EXPECT_EQ(model->kv_channels, 64);       // hidden / heads
+  EXPECT_FALSE(is_moe_layer(model.value(), 0));
+  EXPECT_TRUE(is_moe_layer(model.value(), 1));
+}
+
+TEST_F(CustomModelFile, BadKeyIsOneLineNamingFileLineAndKey) {
+  std::string text = kCustomModel;
+  text.replace(text.find("router_topk"), 11, "router_top_k");
+  const std::string path = write(text);
+  Result<ModelSpec> model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  const std::string& error = model.error();
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_EQ(error, path + ":13: key 'moe.router_top_k' is unknown");
+}
+
+TEST_F(CustomModelFile, UnknownKeyNamesItsLine) {
+  std::string text = kCustomModel;
+  text += "moe_capacity = 2\n";  // inside [moe]: line 16
+  const std::string path = write(text);
+  Result<ModelSpec> model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error(), path + ":16: key 'moe.moe_capacity' is unknown");
+}
+
+TEST_F(CustomModelFile, WrongTypeNamesLineAndKey) {
+  std::string text = kCustomModel;
+  text.replace(text.find("hidden_size = 1024"), 18, "hidden_size = \"1k\"");
+  const std::string path = write(text);
+  Result<ModelSpec> model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error(), path + ":3: key 'hidden_size' expects an integer >= 1, found a string");
+}
+
+TEST(SimPresets, HardwareFileErrorsAreOneLine) {
+  Result<HardwareSpec> hw =
+      parse_hardware_toml("name = \"x\"\ncompute_capability = 9.0\n", "x.toml");
+  ASSERT_FALSE(hw.ok());
+  EXPECT_EQ(hw.error(), "x.toml: key 'compute.bf16_dense_tflops' is required and missing");
+}
+
+TEST(SimPresets, RecipePresetsParse) {
+  for (const std::string& name : recipe_preset_names()) {
+    Result<Recipe> recipe = load_recipe_preset(name);
+    EXPECT_TRUE(recipe.ok()) << name << ": " << recipe.error();
+  }
+  EXPECT_GE(recipe_preset_names().size(), 4u);
+}
+
+}  // namespace
+}  // namespace attune::sim

@@ -1,0 +1,81 @@
+// The sweep (the oracle): what it returns is valid, fits, is sorted, and each recipe predicts what
+// the sweep says.
+#include <gtest/gtest.h>
+
+#include "adapters/simulator/performance_model.h"
+#include "adapters/simulator/presets.h"
+#include "adapters/simulator/sweep.h"
+
+namespace attune::sim {
+namespace {
+
+Workload qwen3_on_16_h100() {
+  Workload w;
+  w.model = load_model("qwen3-30b-a3b").value();
+  w.hardware = load_hardware("h100").value();
+  w.gpus = 16;
+  w.seq_length = 4096;
+  w.global_batch_size = 256;
+  return w;
+}
+
+TEST(SimSweep, BestLayoutsAreValidSortedAndReproducible) {
+  const Workload w = qwen3_on_16_h100();
+  const Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();
+  SweepOptions options;
+  options.top_k = 5;
+  Result<SweepResult> result = sweep(w, baseline, options);
+  ASSERT_TRUE(result.ok()) << result.error();
+  ASSERT_TRUE(result->baseline.valid) << result->baseline.error;
+  ASSERT_EQ(result->best.size(), 5u);
+  EXPECT_GT(result->layouts_considered, 1000);
+  EXPECT_LE(result->layouts_fitting, result->layouts_valid);
+  EXPECT_LE(result->layouts_valid, result->layouts_considered);
+  for (std::size_t i = 0; i < result->best.size(); ++i) {
+    const SweepEntry& entry = result->best[i];
+    EXPECT_TRUE(entry.prediction.valid);
+    EXPECT_TRUE(entry.prediction.fits_in_memory);
+    if (i > 0) {
+      EXPECT_LE(entry.prediction.tokens_per_s_per_gpu,
+                result->best[i - 1].prediction.tokens_per_s_per_gpu);
+    }
+    // The recipe the oracle prints is the layout it predicted.
+    const Prediction again = predict(w, entry.recipe);
+    ASSERT_TRUE(again.valid) << again.error;
+    EXPECT_DOUBLE_EQ(again.tokens_per_s_per_gpu, entry.prediction.tokens_per_s_per_gpu);
+    // Untouched settings of the baseline stay.
+    EXPECT_TRUE(entry.recipe.flags.contains("--use-distributed-optimizer"));
+    EXPECT_EQ(entry.recipe.env.at("CUDA_DEVICE_MAX_CONNECTIONS"), "1");
+  }
+  EXPECT_GE(result->best.front().prediction.tokens_per_s_per_gpu,
+            result->baseline.tokens_per_s_per_gpu);
+}
+
+TEST(SimSweep, MicrobatchSizeIsOptIn) {
+  const Workload w = qwen3_on_16_h100();
+  const Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();
+  SweepOptions fixed;
+  fixed.top_k = 50;
+  const Result<SweepResult> fixed_result = sweep(w, baseline, fixed);
+  ASSERT_TRUE(fixed_result.ok()) << fixed_result.error();
+  for (const SweepEntry& entry : fixed_result.value().best) {
+    EXPECT_EQ(entry.layout.layout.micro_batch_size, 1);
+  }
+  SweepOptions varied = fixed;
+  varied.micro_batch_sizes = {1, 2};
+  const Result<SweepResult> varied_result = sweep(w, baseline, varied);
+  ASSERT_TRUE(varied_result.ok()) << varied_result.error();
+  EXPECT_GT(varied_result.value().layouts_considered, fixed_result.value().layouts_considered);
+}
+
+TEST(SimSweep, UndecodableBaselineIsAnError) {
+  const Workload w = qwen3_on_16_h100();
+  Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();
+  baseline.flags["--num-layers"] = "12";
+  Result<SweepResult> result = sweep(w, baseline);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error(), "recipe sets --num-layers 12 but model qwen3-30b-a3b has 48");
+}
+
+}  // namespace
+}  // namespace attune::sim

@@ -1,0 +1,65 @@
+// Workloads and recipes the simulated-world tests share: the small Qwen3-30B-A3B workload on 16
+// H100s (two nodes) with its preset baseline, and helpers that change one flag.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/simulator/presets.h"
+#include "adapters/simulator/sim_job.h"
+#include "adapters/simulator/workload.h"
+#include "events/recipe.h"
+
+namespace attune::sim::testing {
+
+inline Workload load(std::string_view model, std::string_view gpu, int gpus, int seq, int gbs,
+                     Precision precision = Precision::kBf16) {
+  Result<Workload> workload = load_workload(model, gpu, gpus, seq, gbs, precision);
+  EXPECT_TRUE(workload.ok()) << (workload.ok() ? "" : workload.error());
+  return workload.ok() ? std::move(workload).value() : Workload{};
+}
+
+inline Workload qwen_workload(Precision precision = Precision::kBf16) {
+  return load("qwen3-30b-a3b", "h100", 16, 4096, 256, precision);
+}
+
+inline Recipe preset(std::string_view name) {
+  Result<Recipe> recipe = load_recipe_preset(name);
+  EXPECT_TRUE(recipe.ok()) << (recipe.ok() ? "" : recipe.error());
+  return recipe.ok() ? std::move(recipe).value() : Recipe{};
+}
+
+inline Recipe qwen_baseline() { return preset("qwen3-30b-a3b-h100x16"); }
+
+inline Recipe with(Recipe recipe, std::string_view flag, std::string_view value = "") {
+  const Status set = set_flag(recipe, flag, value);
+  EXPECT_TRUE(set.ok()) << (set.ok() ? "" : set.error());
+  return recipe;
+}
+
+inline Recipe without(Recipe recipe, std::string_view flag) {
+  const Status removed = remove_flag(recipe, flag);
+  EXPECT_TRUE(removed.ok()) << (removed.ok() ? "" : removed.error());
+  return recipe;
+}
+
+// The largest |a/b - 1| over two curves of the same length.
+inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    worst = std::max(worst, std::abs(a[i] / b[i] - 1.0));
+  }
+  return worst;
+}
+
+inline bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+}  // namespace attune::sim::testing

@@ -17,6 +17,7 @@ void add_charge(Budget& state, const Charged& charge) {
   const auto it = state.runs.find(charge.run_id);
   const bool is_check = it != state.runs.end() && it->second.purpose == RunPurpose::kCheck;
   if (it != state.runs.end()) it->second.charged = true;
+  state.uncharged_run_ids.erase(charge.run_id);
   if (charge.account == Account::kInfra) {
     state.infra_gpu_hours += gpu_hours;
   } else if (is_check) {
@@ -30,11 +31,11 @@ void refresh_derived(Budget& state) {
   state.reserve_gpu_hours = non_negative(reserve_gpu_hours_of(
       state.reserve_checks, state.mean_launch_gpu_hours, state.check_steps, state.steps_per_run));
   // Summed afresh in run order rather than added and subtracted, so rounding cannot leave a
-  // negative residue once every run is charged.
+  // negative residue once every run is charged. Only uncharged runs are visited: replay stays
+  // linear in the number of events.
   double in_flight = 0.0;
-  for (const auto& [run_id, run] : state.runs) {
-    if (!run.charged) in_flight += run.expected_gpu_hours;
-  }
+  for (RunId run_id : state.uncharged_run_ids)
+    in_flight += state.runs.at(run_id).expected_gpu_hours;
   state.in_flight_gpu_hours = in_flight;
   const double budget = non_negative(state.budget_gpu_hours);
   state.remaining_gpu_hours = non_negative(budget - state.reserve_gpu_hours -
@@ -62,8 +63,12 @@ void evolve(Budget& state, const Envelope& event) {
           state.steps_per_run = body.steps_per_run;
           state.budget_gpu_hours = non_negative(body.budget_gpu_hours);
         } else if constexpr (std::is_same_v<T, LaunchAdmitted>) {
-          state.runs.emplace(body.run_id,
-                             BudgetRun{body.purpose, non_negative(body.expected_gpu_hours), false});
+          const bool added =
+              state.runs
+                  .emplace(body.run_id,
+                           BudgetRun{body.purpose, non_negative(body.expected_gpu_hours), false})
+                  .second;
+          if (added) state.uncharged_run_ids.insert(body.run_id);
         } else if constexpr (std::is_same_v<T, Charged>) {
           add_charge(state, body);
         } else if constexpr (std::is_same_v<T, BandSet>) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 
 #include "events/event.h"
 
@@ -49,7 +50,8 @@ struct Budget {
   double reserve_left_gpu_hours = 0.0;  // max(0, reserve - checks)
   double overshoot_gpu_hours = 0.0;     // max(0, tuner + checks - budget)
 
-  std::map<RunId, BudgetRun> runs;  // admitted runs
+  std::map<RunId, BudgetRun> runs;    // admitted runs
+  std::set<RunId> uncharged_run_ids;  // admitted runs without a charge yet
 
   friend bool operator==(const Budget&, const Budget&) = default;
 };

@@ -36,6 +36,8 @@ Result<std::string> pick_campaign(const EventStore& store,
 void add_view_commands(CLI::App& app, int& exit_code);      // status, replay, audit, ledger
 void add_campaign_commands(CLI::App& app, int& exit_code);  // campaign run
 void add_gate_commands(CLI::App& app, int& exit_code);      // gate converge
+void add_metrics_command(CLI::App& app, int& exit_code);    // metrics LOG
+void add_sim_commands(CLI::App& app, int& exit_code);       // sim predict, sim sweep
 // Adds `check` (layer 1: the configuration check) to the `gate` subcommand.
 void add_gate_check_command(CLI::App& gate, int& exit_code);
 

@@ -1,0 +1,290 @@
+// Failure classes from the exact error strings of shared/reference/megatron_lm.md §2.3, together
+// with the launcher's final state and the hang detector's silence.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "adapters/metrics/failure_class.h"
+#include "adapters/metrics/megatron_log.h"
+#include "adapters/metrics/run_reading.h"
+
+namespace attune {
+namespace {
+
+// ---- the exact strings -------------------------------------------------------------------------
+
+constexpr const char* kOomRecent =
+    "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+    "total capacity of 139.80 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+    "process has 138.72 GiB memory in use. Of the allocated memory 131.57 GiB is allocated by "
+    "PyTorch, and 5.43 GiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+    "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+    "fragmentation.  See documentation for Memory Management  "
+    "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+constexpr const char* kOomOlder =
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 79.15 GiB "
+    "total capacty; 76.01 GiB already allocated; 1.02 GiB free; 77.30 GiB reserved in total by "
+    "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
+    "fragmentation.";
+constexpr const char* kNcclTimeout =
+    "[rank3]:[E822 15:40:01.123456789 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, NumelIn=1, "
+    "NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.";
+constexpr const char* kNcclTimeoutFollowUps =
+    "[rank3]:[E822 15:40:01.123456790 ProcessGroupNCCL.cpp:2168] Some NCCL operations have failed "
+    "or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might "
+    "run on corrupted/incomplete data.\n"
+    "[rank3]:[E822 15:40:01.123456791 ProcessGroupNCCL.cpp:2174] To avoid data inconsistency, we "
+    "are taking the entire process down.\n";
+constexpr const char* kNcclSystemError =
+    "[rank5]: torch.distributed.DistBackendError: NCCL error in: "
+    "/opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, unhandled system "
+    "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.3\n"
+    "[rank5]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed "
+    "or device error.\n";
+constexpr const char* kNcclRemoteError =
+    "[rank2]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+    "exiting prematurely.";
+constexpr const char* kNcclInternalError =
+    "[rank2]: torch.distributed.DistBackendError: NCCL error in: "
+    "/opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, internal error - please report "
+    "this issue to the NCCL developers, NCCL version 2.27.3\n[rank2]: ncclInternalError: Internal "
+    "check failed.\n";
+constexpr const char* kChildFailed =
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ";
+constexpr const char* kNanCheckDisabled =
+    "[rank0]: RuntimeError: Rank 0, node node-03, device 0, iteration 7: Unexpected result nan "
+    "(message='found NaN in local forward loss calculation')";
+constexpr const char* kNanCheckValidate =
+    "Unexpected result nan on rank 4 at iteration #7 invocation #1 (message='found NaN in local "
+    "grad norm for bucket #0 in backward pass before data-parallel communication collective')";
+constexpr const char* kConfigAssertion =
+    "[rank0]: AssertionError: world size (64) is not divisible by total_model_size "
+    "(total_model_size=48)";
+constexpr const char* kConfigRuntime = "RuntimeError: world_size (64) is not divisible by 48";
+constexpr const char* kIllegalAccess =
+    "RuntimeError: CUDA error: an illegal memory access was encountered";
+
+constexpr const char* kTraceback =
+    "[rank1]: Traceback (most recent call last):\n"
+    "[rank1]:   File \"/workspace/Megatron-LM/pretrain_gpt.py\", line 312, in <module>\n"
+    "[rank1]:     pretrain(\n";
+
+MegatronLog log_of(const std::string& text) { return read_megatron_log(text + "\n"); }
+
+std::optional<Failure> classify(const std::string& text, const std::string& state = "FAILED",
+                                bool silent = false) {
+  return classify_failure(log_of(text), JobOutcome{state, silent});
+}
+
+std::optional<FailureClass> class_of(const std::string& text, const std::string& state = "FAILED",
+                                     bool silent = false) {
+  const std::optional<Failure> failure = classify(text, state, silent);
+  if (!failure) return std::nullopt;
+  return failure->failure_class;
+}
+
+TEST(MetricsClassifyStrings, OutOfMemoryInEveryForm) {
+  EXPECT_EQ(class_of(std::string(kTraceback) + kOomRecent), FailureClass::kOom);
+  EXPECT_EQ(class_of(kOomOlder), FailureClass::kOom);
+  EXPECT_EQ(class_of("[rank2]: torch.distributed.DistBackendError: NCCL error in: "
+                     "/opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, "
+                     "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version "
+                     "2.27.3\n"
+                     "[rank2]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+                     "[rank2]: Last error:\n[rank2]: Cuda failure 2 'out of memory'"),
+            FailureClass::kOom);
+  EXPECT_EQ(class_of("RuntimeError: CUDA error: out of memory"), FailureClass::kOom);
+  EXPECT_EQ(class_of("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                     "`cublasCreate(handle)`"),
+            FailureClass::kOom);
+}
+
+TEST(MetricsClassifyStrings, TheWatchdogTimeoutIsAHang) {
+  EXPECT_EQ(class_of(std::string(kNcclTimeout) + "\n" + kNcclTimeoutFollowUps +
+                     "terminate called after throwing an instance of 'c10::DistBackendError'"),
+            FailureClass::kHang);
+}
+
+TEST(MetricsClassifyStrings, NcclNetworkErrorsAreInfrastructure) {
+  EXPECT_EQ(class_of(std::string(kTraceback) + kNcclSystemError + kChildFailed),
+            FailureClass::kInfra);
+  EXPECT_EQ(class_of(kNcclRemoteError), FailureClass::kInfra);
+  EXPECT_EQ(class_of(kNcclInternalError), FailureClass::kInfra);
+  EXPECT_EQ(class_of("srun: error: Node failure on node-07"), FailureClass::kInfra);
+  EXPECT_EQ(class_of("slurmstepd: error: *** STEP 4242.0 ON node-07 CANCELLED AT "
+                     "2026-08-22T15:40:01 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"),
+            FailureClass::kInfra);
+  EXPECT_EQ(class_of("RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+            FailureClass::kInfra);
+}
+
+TEST(MetricsClassifyStrings, ProgramErrorsAreCrashes) {
+  for (const char* text :
+       {kNanCheckDisabled, kNanCheckValidate, kConfigAssertion, kConfigRuntime, kIllegalAccess}) {
+    EXPECT_EQ(class_of(std::string(kTraceback) + text), FailureClass::kCrash) << text;
+    EXPECT_EQ(class_of(text, "COMPLETED"), FailureClass::kCrash) << text;
+  }
+  EXPECT_EQ(class_of("[rank0]: AssertionError"), FailureClass::kCrash);
+}
+
+TEST(MetricsClassifyStrings, ATracebackAloneIsACrash) {
+  EXPECT_EQ(class_of(std::string(kTraceback) + kChildFailed, ""), FailureClass::kCrash);
+}
+
+TEST(MetricsClassifyStrings, TheDecidingLineAndItsNumberAreReported) {
+  const std::optional<Failure> failure =
+      classify("> building GPT2BPETokenizer tokenizer ...\n" + std::string(kTraceback) +
+               kOomRecent + "\n" + kNcclRemoteError);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kOom);
+  EXPECT_EQ(failure->message, kOomRecent);
+  EXPECT_EQ(failure->line_number, 5u);
+}
+
+TEST(MetricsClassifyStrings, ACleanLogShowsNoSign) {
+  const MegatronLog log = log_of(
+      "[rank1]:node-00:121:121 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM/read\n"
+      "[rank3]:/usr/lib/python3/dist-packages/te/attention.py:80: UserWarning: flash-attn v3 not "
+      "found\n"
+      "[rank0]:[W822 15:31:07.000000000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
+      "has NOT been destroyed before we destruct ProcessGroupNCCL.\n"
+      "INFO:megatron.core.optimizer:Setting up optimizer with config OptimizerConfig(lr=0.0003)\n"
+      "  seq_length ...................................... 4096\n"
+      "exiting program at iteration 14");
+  for (const auto& sign : log.first_signs) EXPECT_FALSE(sign.has_value()) << sign->text;
+  EXPECT_EQ(classify_failure(log, JobOutcome{"COMPLETED", false}), std::nullopt);
+}
+
+// ---- root causes outrank their echoes ----------------------------------------------------------
+
+TEST(MetricsClassifyCascades, AnOomOnOneRankOutranksTheOthersNcclErrorsAndTimeouts) {
+  EXPECT_EQ(class_of(std::string(kNcclTimeout) + "\n" + kNcclRemoteError + "\n" + kTraceback +
+                     kOomRecent + "\n" + kChildFailed),
+            FailureClass::kOom);
+}
+
+TEST(MetricsClassifyCascades, AProgramErrorOutranksThePeersItLeftBehind) {
+  // Rank 0 fails its NaN check; its peers see a vanished peer, then time out.
+  EXPECT_EQ(class_of(std::string(kNcclRemoteError) + "\n" + kNcclTimeout + "\n" + kTraceback +
+                     kNanCheckDisabled),
+            FailureClass::kCrash);
+}
+
+TEST(MetricsClassifyCascades, ANetworkErrorOutranksTheTimeoutsItCauses) {
+  EXPECT_EQ(class_of(std::string(kNcclTimeout) + "\n" + kNcclSystemError, "FAILED", true),
+            FailureClass::kInfra);
+}
+
+TEST(MetricsClassifyCascades, AnEchoWithoutANetworkCauseIsNotInfrastructure) {
+  EXPECT_EQ(class_of("[rank2]: torch.distributed.DistBackendError: NCCL communicator was "
+                     "aborted on rank 2."),
+            FailureClass::kCrash);
+}
+
+// ---- the launcher's state ----------------------------------------------------------------------
+
+struct StateCase {
+  const char* log;
+  const char* state;
+  bool silent;
+  std::optional<FailureClass> expected;
+  const char* message;  // nullptr: not checked
+};
+
+TEST(MetricsClassifyStates, FinalStateCombinations) {
+  const std::string clean = "exiting program at iteration 14";
+  const StateCase cases[] = {
+      {"", "COMPLETED", false, std::nullopt, nullptr},
+      {"", "", false, std::nullopt, nullptr},
+      {"", "RUNNING", false, std::nullopt, nullptr},
+      {"", "OUT_OF_MEMORY", false, FailureClass::kOom, "final state OUT_OF_MEMORY"},
+      {"", "NODE_FAIL", false, FailureClass::kInfra, "final state NODE_FAIL"},
+      {"", "BOOT_FAIL", false, FailureClass::kInfra, "final state BOOT_FAIL"},
+      {"", "PREEMPTED", false, FailureClass::kInfra, "final state PREEMPTED"},
+      {"", "TIMEOUT", false, FailureClass::kHang, "final state TIMEOUT"},
+      {"", "RUNNING", true, FailureClass::kHang, "log silent past the hang timeout"},
+      {"", "", true, FailureClass::kHang, nullptr},
+      {"", "FAILED", false, FailureClass::kCrash, "final state FAILED"},
+      // Cancelled by someone else is not the recipe's fault; cancelled for silence is a hang.
+      {"", "CANCELLED", false, FailureClass::kInfra, "final state CANCELLED"},
+      {"", "CANCELLED by 0", false, FailureClass::kInfra, "final state CANCELLED"},
+      {"", "cancelled+", false, FailureClass::kInfra, "final state CANCELLED"},
+      {"", "CANCELLED", true, FailureClass::kHang, nullptr},
+      // Strings and states together.
+      {kNcclRemoteError, "FAILED", false, FailureClass::kInfra, kNcclRemoteError},
+      {kOomRecent, "NODE_FAIL", false, FailureClass::kOom, kOomRecent},
+      {kConfigAssertion, "NODE_FAIL", false, FailureClass::kInfra, "final state NODE_FAIL"},
+      {kConfigAssertion, "TIMEOUT", true, FailureClass::kCrash, kConfigAssertion},
+      {kNcclSystemError, "TIMEOUT", false, FailureClass::kInfra, nullptr},
+      {kNcclTimeout, "FAILED", false, FailureClass::kHang, kNcclTimeout},
+      {kNcclTimeout, "COMPLETED", false, FailureClass::kHang, nullptr},
+      {kChildFailed, "TIMEOUT", false, FailureClass::kHang, "final state TIMEOUT"},
+      {kChildFailed, "COMPLETED", false, FailureClass::kCrash, kChildFailed},
+      {kOomOlder, "OUT_OF_MEMORY", false, FailureClass::kOom, kOomOlder},
+  };
+  for (const StateCase& c : cases) {
+    const std::string text = *c.log ? std::string(c.log) : clean;
+    const std::optional<Failure> failure = classify(text, c.state, c.silent);
+    const std::string label = std::string(c.state) + (c.silent ? " silent, " : ", ") + text;
+    ASSERT_EQ(failure.has_value(), c.expected.has_value()) << label;
+    if (!failure) continue;
+    EXPECT_EQ(failure->failure_class, *c.expected) << label;
+    if (c.message != nullptr) {
+      EXPECT_EQ(failure->message, c.message) << label;
+    }
+  }
+}
+
+// ---- what the run amounts to -------------------------------------------------------------------
+
+std::string complete_log() {
+  std::ifstream in(std::string(ATTUNE_SOURCE_DIR) + "/tests/adapters/data/metrics/complete_14.log");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(MetricsClassifyReading, AFailureOutranksAMeasurement) {
+  // The window was complete, but the job then failed (at its checkpoint save, say).
+  const MegatronLog log = read_megatron_log(complete_log());
+  const RunReading failed = read_run(log, JobOutcome{"FAILED", false}, MeasureRequest{});
+  EXPECT_EQ(failed.kind, ReadingKind::kFailed);
+  EXPECT_EQ(failed.failure, (Failure{FailureClass::kCrash, "final state FAILED", 0}));
+  EXPECT_FALSE(failed.measurement.has_value());
+  const RunReading measured = read_run(log, JobOutcome{"COMPLETED", false}, MeasureRequest{});
+  EXPECT_EQ(measured.kind, ReadingKind::kMeasured);
+}
+
+TEST(MetricsClassifyReading, AFailureComesBeforeMissingSettingsAndTheWindow) {
+  // Iterations 1-2 without the arguments block, then an OOM: no seq, no GPU count, no window.
+  std::string head;
+  std::istringstream lines(complete_log());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("iteration        1/") != std::string::npos ||
+        line.find("iteration        2/") != std::string::npos) {
+      head += line + "\n";
+    }
+  }
+  const MegatronLog log = read_megatron_log(head + std::string(kTraceback) + kOomRecent + "\n");
+  const RunReading reading = read_run(log, JobOutcome{"FAILED", false}, MeasureRequest{});
+  ASSERT_EQ(reading.kind, ReadingKind::kFailed);
+  EXPECT_EQ(reading.failure->failure_class, FailureClass::kOom);
+  EXPECT_EQ(reading.failure->message, kOomRecent);
+  // Without the OOM the same log lacks settings, and given them, a complete window.
+  const MegatronLog cut = read_megatron_log(head);
+  EXPECT_EQ(read_run(cut, JobOutcome{}, MeasureRequest{}).kind, ReadingKind::kBadRequest);
+  MeasureRequest request;
+  request.seq_length = 4096;
+  request.gpus = 8;
+  const RunReading incomplete = read_run(cut, JobOutcome{}, request);
+  EXPECT_EQ(incomplete.kind, ReadingKind::kIncomplete);
+  EXPECT_EQ(incomplete.reason, "the log stops at iteration 2, before the window's last step 13");
+}
+
+}  // namespace
+}  // namespace attune

@@ -208,7 +208,8 @@ int run_export(const ViewOptions& options, const std::string& format, const std:
     if (format == "csv") {
       out << event_to_csv_row(event) << "\n";
     } else {
-      out << event_to_json(event).dump() << "\n";
+      out << event_to_json(event).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
     }
   });
   if (!status.ok()) return fail(status.error());

@@ -389,6 +389,7 @@ CampaignOpened campaign_opened(const CampaignSpec& spec) {
   opened.reality_seed = spec.reality_seed;
   opened.campaign_file_hash = spec.file_hash;
   opened.launcher = spec.launcher;
+  opened.policy_path = spec.policy_path;
   return opened;
 }
 

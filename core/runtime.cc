@@ -273,10 +273,14 @@ struct CampaignRuntime::Impl {
       return;
     }
     stepping = true;
+    // A step that moves the campaign to another phase (calibrated, stopped) is followed by a
+    // step of the new phase at once.
+    Phase before = phase_of(state);
     do {
       step_again = false;
+      before = phase_of(state);
       if (!fatal) step_once();
-    } while (step_again && !fatal);
+    } while ((step_again || phase_of(state) != before) && !fatal);
     stepping = false;
   }
 
@@ -401,6 +405,7 @@ struct CampaignRuntime::Impl {
           return;
         }
         apply_or_die(launch, "tuner:" + tuner.name());
+        if (last_refusal_was(RefusalReason::kBudget)) return;  // wait for runs in flight
       } else if (auto* stop = std::get_if<TunerStop>(&answer)) {
         StopRecorded record;
         record.reason = StopReason::kTunerStopped;
@@ -417,6 +422,11 @@ struct CampaignRuntime::Impl {
         return;
       }
     }
+  }
+
+  bool last_refusal_was(RefusalReason reason) const {
+    return state.refusals_in_a_row > 0 && !state.view.ledger.refused.empty() &&
+           state.view.ledger.refused.back().reason == reason;
   }
 
   void stop_search(StopReason reason, const std::string& evidence) {
@@ -594,11 +604,13 @@ struct CampaignRuntime::Impl {
         result.has_verdict = false;
         result.reason = "both check runs failed on infrastructure";
         apply_or_die(RecordGateResult{result}, "control-plane");
+        step_again = true;
         return;
       }
       if (check == nullptr) return;
       apply_or_die(RecordGateResult{judge_check(next->run_id, *check, *reference)},
                    "control-plane");
+      step_again = true;  // the shipping rule decides again with this result
       return;
     }
     const Ship& ship = std::get<Ship>(decision.value());

@@ -360,6 +360,7 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setRealitySeed(value.reality_seed);
   out.setCampaignFileHash(as_text(value.campaign_file_hash));
   out.setLauncher(as_text(value.launcher));
+  out.setPolicyPath(as_text(value.policy_path));
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -674,6 +675,7 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.reality_seed = in.getRealitySeed();
   value.campaign_file_hash = read_text(in.getCampaignFileHash());
   value.launcher = read_text(in.getLauncher());
+  value.policy_path = read_text(in.getPolicyPath());
   return value;
 }
 

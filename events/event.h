@@ -109,6 +109,7 @@ struct CampaignOpened {
   std::uint64_t reality_seed = 0;
   std::string campaign_file_hash;  // hex SHA-256 of the campaign file's bytes
   std::string launcher;            // "sim", "local", "slurm"
+  std::string policy_path;         // empty for the built-in default policy
 
   friend bool operator==(const CampaignOpened&, const CampaignOpened&) = default;
 };

@@ -88,7 +88,8 @@ json fields(const CampaignOpened& value) {
           {"seed", value.seed},
           {"reality_seed", value.reality_seed},
           {"campaign_file_hash", value.campaign_file_hash},
-          {"launcher", value.launcher}};
+          {"launcher", value.launcher},
+          {"policy_path", value.policy_path}};
 }
 
 json fields(const CandidateProposed& value) {

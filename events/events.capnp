@@ -70,6 +70,7 @@ struct CampaignOpened {
   realitySeed @26 :UInt64;
   campaignFileHash @27 :Text;
   launcher @28 :Text;
+  policyPath @29 :Text;  # the policy file a resumed campaign re-reads and re-hashes
 }
 
 struct CandidateProposed {

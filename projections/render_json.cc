@@ -174,6 +174,7 @@ json to_json(const CampaignOpened& settings) {
       {"reality_seed", settings.reality_seed},
       {"campaign_file_hash", valid_utf8(settings.campaign_file_hash)},
       {"launcher", valid_utf8(settings.launcher)},
+      {"policy_path", valid_utf8(settings.policy_path)},
   };
 }
 

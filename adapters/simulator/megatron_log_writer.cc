@@ -265,7 +265,11 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   set("untie_embeddings_and_output_weights", python_bool(m.untie_embeddings_and_output_weights));
   set("vocab_size", std::to_string(m.vocab_size));
   set("make_vocab_size_divisible_by", std::to_string(m.make_vocab_size_divisible_by));
-  set("padded_vocab_size", std::to_string(padded_vocab_size(m, l.tp)));
+  // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP unless the
+  // recipe pins --padded-vocab-size.
+  if (!recipe.flags.contains("--padded-vocab-size")) {
+    set("padded_vocab_size", std::to_string(padded_vocab_size(m, l.tp)));
+  }
   set("seq_length", std::to_string(workload.seq_length));
   if (args["max_position_embeddings"] == "None") {
     set("max_position_embeddings", std::to_string(workload.seq_length));

@@ -63,7 +63,8 @@ std::vector<Body> sample_bodies() {
                      0xFFFFFFFFFFFFFFF0ULL,
                      17,
                      "ef56",
-                     "slurm"},
+                     "slurm",
+                     "policies/glm-4.5.toml"},
       CandidateProposed{
           7,
           RunPurpose::kCheck,

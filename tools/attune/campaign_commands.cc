@@ -1,20 +1,31 @@
-// `attune campaign run`: opens a campaign from its campaign file in the ledger.
+// `attune campaign run` and `attune campaign resume`: the main job, on the embedded default
+// (the simulated cluster on a virtual clock, and a local RocksDB ledger).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "adapters/launcher/sim_launcher.h"
+#include "adapters/metrics/log_metrics_source.h"
+#include "adapters/simulator/sim_job.h"
+#include "adapters/simulator/world.h"
+#include "adapters/tuner/random_tuner.h"
 #include "core/campaign_file.h"
-#include "projections/campaign_view.h"
+#include "core/runtime.h"
+#include "events/sha256.h"
+#include "gate/policy.h"
+#include "projections/number_format.h"
 #include "projections/render.h"
 #include "tools/attune/cli.h"
 
 namespace attune::cli {
 namespace {
 
-// Simulated campaigns run on a virtual clock that starts here (2026-01-01T00:00:00Z), so the same
-// seeds give the same bytes.
-constexpr std::int64_t kVirtualEpochUnixNs = 1'767'225'600'000'000'000;
+namespace fs = std::filesystem;
 
 struct RunOptions {
   std::string campaign_file;
@@ -23,15 +34,191 @@ struct RunOptions {
   bool json = false;
 };
 
+struct ResumeOptions {
+  std::string db;
+  std::string campaign;
+  bool json = false;
+};
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The policy a campaign recorded, re-read and checked against the hash recorded when it opened:
+// a policy is fixed for the whole campaign.
+Result<Policy> load_policy(const CampaignOpened& opened) {
+  if (opened.policy_path.empty()) return default_policy();
+  auto bytes = read_text_file(opened.policy_path);
+  if (!bytes.ok()) return make_error(bytes.error());
+  if (to_hex(sha256(bytes.value())) != opened.policy_hash) {
+    return make_error(opened.policy_path +
+                      ": the policy file changed after the campaign opened (its hash differs "
+                      "from the one recorded); a campaign's policy is fixed");
+  }
+  return parse_policy(bytes.value(), opened.policy_path);
+}
+
+// Everything a simulated campaign runs on, built from its CampaignOpened.
+struct SimCampaign {
+  sim::Workload workload;
+  std::unique_ptr<sim::World> world;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<SimLauncher> launcher;
+  LogMetricsSource metrics;
+  std::unique_ptr<Tuner> tuner;
+  Policy policy;
+  Recipe baseline;
+};
+
+Result<SimCampaign> build_sim_campaign(const CampaignOpened& opened, const std::string& db,
+                                       const std::string& campaign_id, std::int64_t start_unix_ns) {
+  if (opened.launcher != "sim") {
+    return make_error("launcher '" + opened.launcher +
+                      "' is not available in this build; use launcher = \"sim\"");
+  }
+  SimCampaign campaign;
+  auto precision = sim::parse_precision(opened.precision);
+  if (!precision) return make_error("unknown precision '" + opened.precision + "'");
+  auto workload = sim::load_workload(
+      opened.model, opened.hardware, static_cast<int>(opened.gpu_count),
+      static_cast<int>(opened.seq_length), static_cast<int>(opened.global_batch), *precision);
+  if (!workload.ok()) return make_error(workload.error());
+  campaign.workload = workload.value();
+  auto policy = load_policy(opened);
+  if (!policy.ok()) return make_error(policy.error());
+  campaign.policy = std::move(policy).value();
+  auto baseline = parse_recipe(opened.baseline_recipe, "the recorded baseline recipe");
+  if (!baseline.ok()) return make_error(baseline.error());
+  campaign.baseline = std::move(baseline).value();
+
+  sim::WorldConfig config;
+  config.reality_seed = opened.reality_seed;
+  const int needed = sim::World(campaign.workload, config).nodes_needed();
+  // Room for every calibration run on its own nodes, and for `concurrency` jobs at once.
+  const int jobs = static_cast<int>(std::max(opened.concurrency, opened.calibration_runs));
+  config.nodes = jobs * needed + std::max(sim::kSpareNodesMin, needed / 4);
+  campaign.world = std::make_unique<sim::World>(campaign.workload, config);
+  campaign.scheduler = make_virtual_scheduler(start_unix_ns);
+  auto launcher =
+      SimLauncher::open(*campaign.world, *campaign.scheduler,
+                        (fs::path(db) / "sim-cluster" / campaign_id).string(), opened.seed);
+  if (!launcher.ok()) return make_error(launcher.error());
+  campaign.launcher = std::move(launcher).value();
+  if (opened.tuner == "random") {
+    campaign.tuner = std::make_unique<RandomTuner>(campaign.workload, opened.seed);
+  } else {
+    return make_error("tuner '" + opened.tuner + "' is not available in this build; use random");
+  }
+  return campaign;
+}
+
+std::string shipped_recipe_path(const std::string& db, const std::string& campaign_id) {
+  return (fs::path(db) / (campaign_id + ".shipped.sh")).string();
+}
+
+// The final summary: what shipped, against what, at what cost.
+int print_summary(const ControlState& state, const std::string& db, bool json) {
+  const CampaignView& view = state.view;
+  const RecipeShipped* shipped = view.stop.shipped ? &*view.stop.shipped : nullptr;
+  std::uint32_t launches = 0;
+  std::uint32_t failed = 0;
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose == RunPurpose::kCheck) continue;
+    ++launches;
+    failed += run.failed && run.failed->failure_class != FailureClass::kInfra ? 1 : 0;
+  }
+  const std::string recipe_path = shipped_recipe_path(db, view.campaign_id);
+  if (shipped) {
+    std::ofstream out(recipe_path, std::ios::binary | std::ios::trunc);
+    out << "# Shipped by attune, campaign " << view.campaign_id << "\n# "
+        << (shipped->is_baseline
+                ? "the baseline recipe: nothing cleared the band and the gate"
+                : "run " + std::to_string(shipped->run_id) + ", " +
+                      format_signed_percent(shipped->gain_fraction, 2) + " over the baseline")
+        << "\n"
+        << shipped->recipe;
+  }
+  const Budget& budget = view.budget;
+  const BaselineBand& band = view.baseline_band;
+  if (json) {
+    nlohmann::json out;
+    out["campaign_id"] = view.campaign_id;
+    out["ledger"] = db;
+    out["shipped"] = {{"recipe", shipped ? shipped->recipe : ""},
+                      {"recipe_file", recipe_path},
+                      {"run_id", shipped ? shipped->run_id : 0},
+                      {"is_baseline", shipped ? shipped->is_baseline : true},
+                      {"gain_fraction", shipped ? shipped->gain_fraction : 0.0},
+                      {"tokens_per_s_per_gpu", shipped ? shipped->tokens_per_sec_per_gpu : 0.0},
+                      {"evidence", shipped ? shipped->evidence : ""}};
+    out["baseline"] = {{"mean", band.mean_tokens_per_s_per_gpu},
+                       {"rsd", band.rsd_fraction},
+                       {"band_fraction", band.band_fraction},
+                       {"calibration_runs", band.band_run_ids.size()}};
+    out["gpu_hours"] = {{"tuner", budget.tuner_gpu_hours},
+                        {"checks", budget.checks_gpu_hours},
+                        {"infra", budget.infra_gpu_hours},
+                        {"reserve", budget.reserve_gpu_hours},
+                        {"budget", budget.budget_gpu_hours}};
+    out["launches"] = launches;
+    out["failed_launches"] = failed;
+    out["refused_proposals"] = view.ledger.refused.size();
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "\n" << render_ledger_text(view) << "\n";
+  std::cout << "shipped   ";
+  if (!shipped) {
+    std::cout << "nothing\n";
+  } else if (shipped->is_baseline) {
+    std::cout << "the baseline recipe (" << shipped->evidence << ")\n";
+  } else {
+    std::cout << "run " << shipped->run_id << ": "
+              << format_fixed(shipped->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU, "
+              << format_signed_percent(shipped->gain_fraction, 2) << " over the baseline (band "
+              << format_percent(band.band_fraction, 2) << ")\n";
+  }
+  std::cout << "baseline  " << format_fixed(band.mean_tokens_per_s_per_gpu, 1)
+            << " tokens/s/GPU, rsd " << format_percent(band.rsd_fraction, 2) << " over "
+            << band.band_run_ids.size() << " calibration runs\n";
+  std::cout << "gpu-hours tuner " << format_fixed(budget.tuner_gpu_hours, 1) << ", checks "
+            << format_fixed(budget.checks_gpu_hours, 1) << " (reserve "
+            << format_fixed(budget.reserve_gpu_hours, 1) << "), infrastructure "
+            << format_fixed(budget.infra_gpu_hours, 1) << ", budget "
+            << format_fixed(budget.budget_gpu_hours, 1) << "\n";
+  std::cout << "launches  " << launches << " (" << failed << " failed), "
+            << view.ledger.refused.size() << " proposals refused\n";
+  std::cout << "recipe    " << recipe_path << "\n";
+  std::cout << "ledger    " << db << " (campaign " << view.campaign_id << ")\n";
+  return kExitOk;
+}
+
+RuntimeOptions runtime_options(bool json) {
+  RuntimeOptions options;
+  options.crash_after_event = crash_after_event_from_environment();
+  if (!json) {
+    options.progress = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+  }
+  return options;
+}
+
 int run_campaign(const RunOptions& options) {
   auto spec = parse_campaign_file(options.campaign_file);
   if (!spec.ok()) return fail(spec.error());
   if (options.seed) spec->seed = *options.seed;
-  if (spec->launcher != "sim") {
-    return fail(options.campaign_file + ": launcher '" + spec->launcher +
-                "' is not available in this build; use launcher = \"sim\"");
+  if (!spec->policy_bytes.empty()) {
+    auto policy = parse_policy(spec->policy_bytes, spec->policy_path);
+    if (!policy.ok()) return fail(policy.error());
   }
   const std::string campaign_id = campaign_id_for(spec.value());
+  const CampaignOpened opened = campaign_opened(spec.value());
+  // Everything is checked before the ledger is touched: bad input changes nothing.
+  auto campaign = build_sim_campaign(opened, options.db, campaign_id, sim::kVirtualStartUnixNs);
+  if (!campaign.ok()) return fail(options.campaign_file + ": " + campaign.error());
 
   auto store = EventStore::open(options.db);
   if (!store.ok()) return fail(store.error());
@@ -39,38 +226,89 @@ int run_campaign(const RunOptions& options) {
   if (!version.ok()) return fail(version.error());
   if (version.value() != 0) {
     return fail("campaign " + campaign_id + " already exists in " + options.db +
-                " (same campaign file and seed); use another --db or --seed");
+                "; continue it with: attune campaign resume --db " + options.db + " --campaign " +
+                campaign_id);
   }
-  std::vector<NewEvent> events;
-  events.push_back(NewEvent{kVirtualEpochUnixNs, "operator", campaign_opened(spec.value())});
-  auto appended = (*store)->append(campaign_id, 0, std::move(events));
-  if (!appended.ok()) return fail(appended.error());
+  CampaignRuntime runtime(**store, campaign_id, campaign->policy, campaign->baseline,
+                          *campaign->scheduler, *campaign->launcher, campaign->metrics,
+                          *campaign->tuner, runtime_options(options.json));
+  if (!options.json) {
+    std::cout << "campaign " << campaign_id << ": " << opened.model << " on " << opened.gpu_count
+              << " x " << opened.hardware << ", tuner " << opened.tuner << ", ledger " << options.db
+              << "\n";
+  }
+  Status opened_status = runtime.open(opened);
+  if (!opened_status.ok()) return fail(opened_status.error());
+  Status ran = runtime.run();
+  if (!ran.ok()) return fail("campaign " + campaign_id + ": " + ran.error());
+  return print_summary(runtime.state(), options.db, options.json);
+}
 
-  CampaignView view = fold(appended.value());
-  if (options.json) {
-    nlohmann::json out = to_json(view);
-    out["ledger"] = options.db;
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << render_status_text(view);
-    std::cout << "ledger: " << options.db << " (campaign " << campaign_id << ")\n";
+int resume_campaign(const ResumeOptions& options) {
+  std::unique_ptr<EventStore> store;
+  {
+    std::error_code ec;
+    if (!fs::exists(fs::path(options.db) / "CURRENT", ec)) {
+      return fail("no ledger in " + options.db);
+    }
+    auto opened_store = EventStore::open(options.db);
+    if (!opened_store.ok()) return fail(opened_store.error());
+    store = std::move(opened_store).value();
   }
-  return kExitOk;
+  auto events = store->read(options.campaign, 1, 1);
+  if (!events.ok()) return fail(events.error());
+  if (events->empty()) return fail("unknown campaign '" + options.campaign + "' in " + options.db);
+  const auto* opened = std::get_if<CampaignOpened>(&events->front().body);
+  if (opened == nullptr)
+    return fail("campaign " + options.campaign + " does not start with CampaignOpened");
+  auto version = store->version(options.campaign);
+  auto last = store->read(options.campaign, version.value(), version.value());
+  if (!last.ok() || last->empty()) return fail("cannot read the last event of " + options.campaign);
+  auto campaign =
+      build_sim_campaign(*opened, options.db, options.campaign, last->back().recorded_at_unix_ns);
+  if (!campaign.ok()) return fail(campaign.error());
+  CampaignRuntime runtime(*store, options.campaign, campaign->policy, campaign->baseline,
+                          *campaign->scheduler, *campaign->launcher, campaign->metrics,
+                          *campaign->tuner, runtime_options(options.json));
+  Status resumed = runtime.resume();
+  if (!resumed.ok()) return fail(resumed.error());
+  if (!options.json) {
+    std::cout << "resuming campaign " << options.campaign << " at event "
+              << runtime.state().view.last_sequence << " (" << to_string(phase_of(runtime.state()))
+              << ")\n";
+  }
+  Status ran = runtime.run();
+  if (!ran.ok()) return fail("campaign " + options.campaign + ": " + ran.error());
+  return print_summary(runtime.state(), options.db, options.json);
 }
 
 }  // namespace
 
 void add_campaign_commands(CLI::App& app, int& exit_code) {
-  CLI::App* campaign = app.add_subcommand("campaign", "Run campaigns");
+  CLI::App* campaign = app.add_subcommand("campaign", "Run and resume campaigns");
   campaign->require_subcommand(1);
-  auto options = std::make_shared<RunOptions>();
+
+  auto run_options = std::make_shared<RunOptions>();
   CLI::App* run = campaign->add_subcommand(
-      "run", "Open a campaign from a campaign file (TOML) in the ledger and print its status");
-  run->add_option("CAMPAIGN.toml", options->campaign_file, "The campaign file")->required();
-  run->add_option("--db", options->db, "Ledger folder (a RocksDB database)")->capture_default_str();
-  run->add_option("--seed", options->seed, "Override the campaign file's seed");
-  run->add_flag("--json", options->json, "Machine-readable output");
-  run->callback([&exit_code, options] { exit_code = run_campaign(*options); });
+      "run",
+      "Run a campaign from a campaign file (TOML) to a shipped recipe: calibrate the baseline, "
+      "search under the budget, check the best candidates with the gate, ship");
+  run->add_option("CAMPAIGN.toml", run_options->campaign_file, "The campaign file")->required();
+  run->add_option("--db", run_options->db, "Ledger folder (a RocksDB database)")
+      ->capture_default_str();
+  run->add_option("--seed", run_options->seed, "Override the campaign file's seed");
+  run->add_flag("--json", run_options->json, "Print the final summary as one JSON object");
+  run->callback([&exit_code, run_options] { exit_code = run_campaign(*run_options); });
+
+  auto resume_options = std::make_shared<ResumeOptions>();
+  CLI::App* resume = campaign->add_subcommand(
+      "resume",
+      "Continue a campaign after a crash: fold the ledger, reattach to its jobs, never submit a "
+      "run twice");
+  resume->add_option("--db", resume_options->db, "Ledger folder")->required();
+  resume->add_option("--campaign", resume_options->campaign, "Campaign id")->required();
+  resume->add_flag("--json", resume_options->json, "Print the final summary as one JSON object");
+  resume->callback([&exit_code, resume_options] { exit_code = resume_campaign(*resume_options); });
 }
 
 }  // namespace attune::cli

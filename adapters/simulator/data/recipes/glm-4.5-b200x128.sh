@@ -2,6 +2,8 @@
 # (src/megatron/bridge/recipes/glm/h100/glm45.py): TP2 PP8 EP16 ETP1, sequence parallel, MBS 1,
 # GBS 2048, sequence 4096, selective recomputation, 10 layers on the first and last pipeline
 # stages, one MTP layer. The paper's GLM-4.5 baseline (attune-paper.md §3).
+# --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
+# tensor parallelism leaves the logits and parameters identical.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 2 \
@@ -24,4 +26,5 @@ python pretrain_gpt.py \
   --use-distributed-optimizer \
   --overlap-grad-reduce \
   --overlap-param-gather \
-  --cross-entropy-loss-fusion
+  --cross-entropy-loss-fusion \
+  --padded-vocab-size 151552

@@ -2,6 +2,8 @@
 # recipe (perf_model.md §3b): TP4 PP8 CP2 VP8, sequence 8192, MBS 1, GBS 64; embedding and loss
 # count as pipeline layers (126 + 2 layers over 8 x 8 chunks). The paper's Llama-3.1-405B
 # baseline (attune-paper.md §3).
+# --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
+# tensor parallelism leaves the logits and parameters identical.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 4 \
@@ -21,4 +23,5 @@ python pretrain_gpt.py \
   --use-distributed-optimizer \
   --overlap-grad-reduce \
   --overlap-param-gather \
-  --cross-entropy-loss-fusion
+  --cross-entropy-loss-fusion \
+  --padded-vocab-size 129024

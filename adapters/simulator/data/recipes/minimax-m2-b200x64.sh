@@ -1,6 +1,8 @@
 # MiniMax-M2 on 64 B200 (8 nodes of 8) with the optimizer offloaded to the CPU: a public recipe
 # for 128 GPUs ported to 64 (attune-paper.md §3): TP2 PP2 EP32 ETP1, sequence parallel, MBS 1,
 # sequence 4096, alltoall dispatcher, precision-aware distributed optimizer with CPU offload.
+# --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
+# tensor parallelism leaves the logits and parameters identical.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 2 \
@@ -21,4 +23,5 @@ python pretrain_gpt.py \
   --optimizer-offload-fraction 1.0 \
   --overlap-cpu-optimizer-d2h-h2d \
   --overlap-grad-reduce \
-  --cross-entropy-loss-fusion
+  --cross-entropy-loss-fusion \
+  --padded-vocab-size 200704

@@ -2,6 +2,8 @@
 # (best_practice/mixtral/run_mixtral_8x22B.sh with runtime.conf; perf_model.md §3a): TP2 PP8 VP7
 # EP8, sequence parallel, MBS 1, GBS 256, sequence 4096, alltoall dispatcher, grouped GEMM.
 # The paper's Mixtral-8x22B baseline (attune-paper.md §3).
+# --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
+# tensor parallelism leaves the logits and parameters identical.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 2 \
@@ -20,4 +22,5 @@ python pretrain_gpt.py \
   --use-distributed-optimizer \
   --overlap-grad-reduce \
   --overlap-param-gather \
-  --cross-entropy-loss-fusion
+  --cross-entropy-loss-fusion \
+  --padded-vocab-size 32768

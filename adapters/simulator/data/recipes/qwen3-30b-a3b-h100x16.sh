@@ -1,5 +1,7 @@
 # Qwen3-30B-A3B on 16 H100 (2 nodes of 8): a small, fast workload for demos and tests.
 # TP2 EP8 ETP1, sequence parallel, MBS 1, GBS 256, sequence 4096.
+# --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
+# tensor parallelism leaves the logits and parameters identical.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 2 \
@@ -16,4 +18,5 @@ python pretrain_gpt.py \
   --recompute-granularity selective \
   --use-distributed-optimizer \
   --overlap-grad-reduce \
-  --overlap-param-gather
+  --overlap-param-gather \
+  --padded-vocab-size 152576

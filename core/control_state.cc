@@ -40,6 +40,8 @@ ControlState initial_control_state() {
 void evolve(ControlState& state, const Envelope& event) {
   evolve(state.view, event);
   state.last_recorded_at_unix_ns = event.recorded_at_unix_ns;
+  const auto* refused = std::get_if<LaunchRefused>(&event.body);
+  state.waiting_for_budget = refused != nullptr && refused->reason == RefusalReason::kBudget;
   auto find_run = [&](RunId run_id) -> RunState* {
     auto found = state.runs.find(run_id);
     return found == state.runs.end() ? nullptr : &found->second;

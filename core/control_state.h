@@ -67,6 +67,10 @@ struct ControlState {
   std::set<std::string> recipe_hashes_run;           // search and calibration runs admitted
   std::map<RunId, ConvergenceChecked> gate_results;  // by candidate run id (0 = baseline)
   std::uint32_t refusals_in_a_row = 0;               // refused proposals since the last admission
+  // The latest event refused a launch for the budget: the tuner is not asked again until
+  // something else happens (a run finishes). Kept in the state so that a resumed campaign asks
+  // exactly when the uninterrupted one would.
+  bool waiting_for_budget = false;
   bool stop_recorded = false;
   bool shipped = false;
   std::int64_t last_recorded_at_unix_ns = 0;

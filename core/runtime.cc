@@ -177,6 +177,7 @@ struct CampaignRuntime::Impl {
   void on_report(const JobReport& report) {
     const RunState* run = state.run(report.run_id);
     if (run == nullptr || run->charged) return;  // late news of a run already closed
+    const std::uint64_t before = state.view.last_sequence;
     switch (report.kind) {
       case JobReport::Kind::kSubmitted:
         if (!run->submitted) {
@@ -194,7 +195,8 @@ struct CampaignRuntime::Impl {
         finish(report);
         break;
     }
-    step();
+    // Only news steps the campaign: a repeated report (after a resume) changes nothing.
+    if (state.view.last_sequence != before) step();
   }
 
   void finish(const JobReport& report) {
@@ -379,6 +381,7 @@ struct CampaignRuntime::Impl {
     for (std::uint32_t asked = 0; asked < kProposalsPerStepMax && !fatal; ++asked) {
       if (phase_of(state) != Phase::kSearching) return;
       if (state.runs_in_flight() >= settings.concurrency) return;
+      if (state.waiting_for_budget) return;  // until a run in flight finishes
       if (state.refusals_in_a_row >= kRefusalsInARowMax) {
         stop_search(
             StopReason::kTunerStopped,
@@ -405,7 +408,6 @@ struct CampaignRuntime::Impl {
           return;
         }
         apply_or_die(launch, "tuner:" + tuner.name());
-        if (last_refusal_was(RefusalReason::kBudget)) return;  // wait for runs in flight
       } else if (auto* stop = std::get_if<TunerStop>(&answer)) {
         StopRecorded record;
         record.reason = StopReason::kTunerStopped;
@@ -422,11 +424,6 @@ struct CampaignRuntime::Impl {
         return;
       }
     }
-  }
-
-  bool last_refusal_was(RefusalReason reason) const {
-    return state.refusals_in_a_row > 0 && !state.view.ledger.refused.empty() &&
-           state.view.ledger.refused.back().reason == reason;
   }
 
   void stop_search(StopReason reason, const std::string& evidence) {

@@ -62,28 +62,38 @@ struct SimLauncher::Job {
   bool finished = false;
 };
 
-SimLauncher::SimLauncher(const sim::World& world, Scheduler& scheduler, std::string cluster_dir,
-                         std::uint64_t seed)
-    : world_(world), scheduler_(scheduler), cluster_dir_(std::move(cluster_dir)), seed_(seed) {}
+SimLauncher::SimLauncher(const sim::World& world, Scheduler& scheduler, std::string root,
+                         std::string cluster_dir, std::uint64_t seed)
+    : world_(world),
+      scheduler_(scheduler),
+      root_(std::move(root)),
+      cluster_dir_(std::move(cluster_dir)),
+      seed_(seed) {}
+
+std::string SimLauncher::absolute(const std::string& relative) const {
+  return (fs::path(root_) / relative).string();
+}
 
 SimLauncher::~SimLauncher() = default;
 
 Result<std::unique_ptr<SimLauncher>> SimLauncher::open(const sim::World& world,
-                                                       Scheduler& scheduler,
+                                                       Scheduler& scheduler, std::string root,
                                                        std::string cluster_dir,
                                                        std::uint64_t seed) {
   std::error_code ec;
-  fs::create_directories(fs::path(cluster_dir) / "logs", ec);
-  if (ec) return make_error(cluster_dir + ": cannot create the simulated cluster's folder");
-  std::unique_ptr<SimLauncher> launcher(new SimLauncher(world, scheduler, cluster_dir, seed));
+  const fs::path folder = fs::path(root) / cluster_dir;
+  fs::create_directories(folder / "logs", ec);
+  if (ec) return make_error(folder.string() + ": cannot create the simulated cluster's folder");
+  std::unique_ptr<SimLauncher> launcher(
+      new SimLauncher(world, scheduler, std::move(root), cluster_dir, seed));
   // The cluster's own record of what it was asked to run.
-  std::ifstream in(fs::path(cluster_dir) / "jobs.jsonl");
+  std::ifstream in(folder / "jobs.jsonl");
   std::string line;
   int line_number = 0;
   while (std::getline(in, line)) {
     ++line_number;
     auto json = nlohmann::json::parse(line, nullptr, false);
-    const std::string where = cluster_dir + "/jobs.jsonl:" + std::to_string(line_number);
+    const std::string where = (folder / "jobs.jsonl").string() + ":" + std::to_string(line_number);
     if (json.is_discarded() || !json.is_object() || !json.contains("job_name")) {
       if (in.peek() == EOF) break;  // a torn last line: the submission it describes never returned
       return make_error(where + ": expected a JSON object with job_name");
@@ -117,7 +127,8 @@ Status SimLauncher::record(const Job& job) {
                          {"started_at_unix_ns", job.started_at_unix_ns},
                          {"nodes", job.nodes},
                          {"run_seed", job.run_seed}};
-  return append_line_durably((fs::path(cluster_dir_) / "jobs.jsonl").string(), line.dump());
+  return append_line_durably(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()),
+                             line.dump());
 }
 
 Status SimLauncher::submit(const LaunchSpec& spec) {
@@ -171,7 +182,7 @@ void SimLauncher::schedule(RunId run_id) {
   job.log_path = (logs / (job.spec.job_name + ".log")).string();
   if (job.spec.profile) {
     job.trace_dir = (fs::path(cluster_dir_) / "traces" / job.spec.job_name).string();
-    fs::create_directories(job.trace_dir);
+    fs::create_directories(absolute(job.trace_dir));
   }
   sim::SimJobRun run;
   run.steps = job.spec.steps;
@@ -229,7 +240,8 @@ void SimLauncher::cancel(RunId run_id, const std::string& reason) {
   job.cancel_reason = reason;
   nlohmann::json line = {
       {"job_name", job.spec.job_name}, {"cancelled_at_unix_ns", now}, {"reason", reason}};
-  (void)append_line_durably((fs::path(cluster_dir_) / "jobs.jsonl").string(), line.dump());
+  (void)append_line_durably(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()),
+                            line.dump());
   finish(run_id, now, "CANCELLED", reason);
 }
 
@@ -249,7 +261,7 @@ void SimLauncher::finish(RunId run_id, std::int64_t at_unix_ns, const std::strin
       if (seconds <= elapsed_s) bytes = size;
     }
   }
-  std::ofstream(job.log_path, std::ios::binary | std::ios::trunc)
+  std::ofstream(absolute(job.log_path), std::ios::binary | std::ios::trunc)
       << std::string_view(job.result.log).substr(0, bytes);
   JobReport finished;
   finished.kind = JobReport::Kind::kFinished;
@@ -259,7 +271,11 @@ void SimLauncher::finish(RunId run_id, std::int64_t at_unix_ns, const std::strin
   finished.facts_source = "sim";
   finished.log_path = job.log_path;
   finished.cancel_reason = cancel_reason;
-  if (final_state == "COMPLETED") finished.trace_paths = job.result.trace_paths;
+  if (final_state == "COMPLETED") {
+    for (const std::string& path : job.result.trace_paths) {
+      finished.trace_paths.push_back(fs::path(path).lexically_relative(root_).string());
+    }
+  }
   report(finished);
 }
 
@@ -295,7 +311,7 @@ double SimLauncher::expected_gpu_hours(const LaunchSpec& spec) const {
 }
 
 Result<std::string> SimLauncher::read_log(const std::string& log_path) const {
-  std::ifstream in(log_path, std::ios::binary);
+  std::ifstream in(absolute(log_path), std::ios::binary);
   if (!in) return make_error(log_path + ": no such log");
   std::ostringstream text;
   text << in.rdbuf();

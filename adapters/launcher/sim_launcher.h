@@ -29,9 +29,12 @@ inline constexpr double kSimSchedulingDelaySeconds = 5.0;
 
 class SimLauncher final : public Launcher {
  public:
-  // `cluster_dir` holds jobs.jsonl, logs/ and traces/. `seed` mixes into every run's seed.
+  // `root/cluster_dir` holds jobs.jsonl, logs/ and traces/; the paths the launcher reports are
+  // relative to `root` (the ledger's folder), so the ledger does not depend on where it lies.
+  // `seed` mixes into every run's seed.
   static Result<std::unique_ptr<SimLauncher>> open(const sim::World& world, Scheduler& scheduler,
-                                                   std::string cluster_dir, std::uint64_t seed);
+                                                   std::string root, std::string cluster_dir,
+                                                   std::uint64_t seed);
   ~SimLauncher() override;
 
   std::string name() const override { return "sim"; }
@@ -46,8 +49,9 @@ class SimLauncher final : public Launcher {
   struct Job;
 
  private:
-  SimLauncher(const sim::World& world, Scheduler& scheduler, std::string cluster_dir,
-              std::uint64_t seed);
+  SimLauncher(const sim::World& world, Scheduler& scheduler, std::string root,
+              std::string cluster_dir, std::uint64_t seed);
+  std::string absolute(const std::string& relative) const;
   Status record(const Job& job);
   void schedule(RunId run_id);
   void finish(RunId run_id, std::int64_t at_unix_ns, const std::string& final_state,
@@ -56,7 +60,8 @@ class SimLauncher final : public Launcher {
 
   const sim::World& world_;
   Scheduler& scheduler_;
-  std::string cluster_dir_;
+  std::string root_;
+  std::string cluster_dir_;  // relative to root_
   std::uint64_t seed_;
   Listener listener_;
   std::map<std::string, std::unique_ptr<Job>> known_;  // by job name, from jobs.jsonl

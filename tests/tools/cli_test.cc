@@ -25,9 +25,10 @@ struct Outcome {
 
 // Runs `attune ARGS` with stdout and stderr captured separately.
 Outcome attune(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / ("attune-cli-err-" + std::to_string(::getpid()));
-  const std::string command = std::string(ATTUNE_BIN_DIR) + "/attune " + args + " 2>" +
-                              err_file.string();
+  const fs::path err_file =
+      fs::temp_directory_path() / ("attune-cli-err-" + std::to_string(::getpid()));
+  const std::string command =
+      std::string(ATTUNE_BIN_DIR) + "/attune " + args + " 2>" + err_file.string();
   Outcome outcome;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return outcome;
@@ -53,8 +54,9 @@ int lines_of(const std::string& text) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("attune-cli-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("attune-cli-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -169,11 +171,11 @@ TEST_F(Cli, AMalformedCampaignFileIsRefusedWithFileLineAndKeyAndTheLedgerIsUntou
   EXPECT_NE(outcome.err.find("gpus"), std::string::npos) << outcome.err;
   EXPECT_FALSE(fs::exists(db())) << "a refused campaign file must not create a ledger";
 
-  const std::string bad_recipe = write(
-      "bad-recipe.toml",
-      "name = \"x\"\n[cluster]\nmodel = \"m\"\nhardware = \"h100\"\ngpus = 8\n[workload]\n"
-      "seq_length = 4096\nglobal_batch = 8\n[baseline]\nrecipe = \"--bf16 true\"\n[budget]\n"
-      "gpu_hours = 10\n");
+  const std::string bad_recipe =
+      write("bad-recipe.toml",
+            "name = \"x\"\n[cluster]\nmodel = \"m\"\nhardware = \"h100\"\ngpus = 8\n[workload]\n"
+            "seq_length = 4096\nglobal_batch = 8\n[baseline]\nrecipe = \"--bf16 true\"\n[budget]\n"
+            "gpu_hours = 10\n");
   outcome = attune("campaign run " + bad_recipe + " --db " + db());
   EXPECT_EQ(outcome.exit_code, 2);
   EXPECT_NE(outcome.err.find("--bf16"), std::string::npos) << outcome.err;

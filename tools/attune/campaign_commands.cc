@@ -103,9 +103,8 @@ Result<SimCampaign> build_sim_campaign(const CampaignOpened& opened, const std::
   config.nodes = jobs * needed + std::max(sim::kSpareNodesMin, needed / 4);
   campaign.world = std::make_unique<sim::World>(campaign.workload, config);
   campaign.scheduler = make_virtual_scheduler(start_unix_ns);
-  auto launcher =
-      SimLauncher::open(*campaign.world, *campaign.scheduler,
-                        (fs::path(db) / "sim-cluster" / campaign_id).string(), opened.seed);
+  auto launcher = SimLauncher::open(*campaign.world, *campaign.scheduler, db,
+                                    (fs::path("sim-cluster") / campaign_id).string(), opened.seed);
   if (!launcher.ok()) return make_error(launcher.error());
   campaign.launcher = std::move(launcher).value();
   if (opened.tuner == "random") {

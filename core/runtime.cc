@@ -378,7 +378,14 @@ struct CampaignRuntime::Impl {
   void search() {
     const CampaignOpened& settings = state.view.settings;
     if (state.runs_in_flight() < settings.concurrency && retry_infra_failures()) return;
-    for (std::uint32_t asked = 0; asked < kProposalsPerStepMax && !fatal; ++asked) {
+    for (std::uint32_t asked = 0;; ++asked) {
+      if (fatal) return;
+      if (asked == kProposalsPerStepMax) {
+        // Every answer was refused: ask again in a later step (kRefusalsInARowMax ends it), so
+        // that other news is not starved.
+        if (state.runs_in_flight() == 0) scheduler.schedule_after(0, [this] { step(); });
+        return;
+      }
       if (phase_of(state) != Phase::kSearching) return;
       if (state.runs_in_flight() >= settings.concurrency) return;
       if (state.waiting_for_budget) return;  // until a run in flight finishes

@@ -5,6 +5,7 @@
 
 #include "adapters/simulator/layout.h"
 #include "adapters/simulator/performance_model.h"
+#include "core/lever_groups.h"
 
 namespace attune {
 namespace {
@@ -94,6 +95,12 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
     const std::string lever = redraw_one_lever(rng, workload_, drawn);
     auto candidate = sim::apply_layout(parent.value(), drawn);
     if (!candidate.ok()) continue;
+    // Rendering a layout can touch settings of another lever (defaults made explicit or
+    // dropped); such a draw would be refused, so it is drawn again instead.
+    if (LeverGroups::builtin().levers_of(diff_recipes(parent.value(), candidate.value())).size() !=
+        1) {
+      continue;
+    }
     const std::string hash = recipe_hash(candidate.value());
     if (seen.contains(hash)) continue;
     seen.insert(hash);

@@ -1,6 +1,7 @@
 # MiniMax-M2 on 64 B200 (8 nodes of 8) with the optimizer offloaded to the CPU: a public recipe
 # for 128 GPUs ported to 64 (attune-paper.md §3): TP2 PP2 EP32 ETP1, sequence parallel, MBS 1,
-# sequence 4096, alltoall dispatcher, precision-aware distributed optimizer with CPU offload.
+# sequence 4096, alltoall dispatcher, precision-aware distributed optimizer with CPU offload;
+# auxiliary-loss-free routing (sigmoid scores, expert bias) at a constant learning rate.
 # --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
 # tensor parallelism leaves the logits and parameters identical.
 CUDA_DEVICE_MAX_CONNECTIONS=1
@@ -15,6 +16,13 @@ python pretrain_gpt.py \
   --seq-length 4096 \
   --bf16 \
   --moe-token-dispatcher-type alltoall \
+  --moe-router-score-function sigmoid \
+  --moe-router-enable-expert-bias \
+  --moe-router-bias-update-rate 1e-3 \
+  --moe-router-load-balancing-type none \
+  --lr 1e-5 \
+  --min-lr 1e-5 \
+  --lr-decay-style constant \
   --moe-grouped-gemm \
   --moe-permute-fusion \
   --use-distributed-optimizer \

@@ -38,7 +38,6 @@ struct CampaignRuntime::Impl {
   std::optional<Error> fatal;  // an operating error that ends run()
   bool stepping = false;       // step() is not re-entered from its own reactions
   bool step_again = false;
-  std::map<RunId, std::vector<std::string>> trace_paths;
 
   Impl(EventStore& store_in, std::string campaign_id_in, Policy policy_in, Recipe baseline_in,
        Scheduler& scheduler_in, Launcher& launcher_in, const MetricsSource& metrics_in,
@@ -221,8 +220,14 @@ struct CampaignRuntime::Impl {
     finished.facts_source = report.facts_source;
     finished.log_path = report.log_path;
     finished.outcome = std::move(outcome);
-    if (!report.trace_paths.empty()) trace_paths[report.run_id] = report.trace_paths;
     apply_or_die(finished, "control-plane");
+    if (!report.trace_paths.empty() && !fatal) {
+      // The traces of a profiled run, recorded so that replay shows what the tuner could see.
+      ProfileAnalyzed profile;
+      profile.run_id = report.run_id;
+      profile.trace_paths = report.trace_paths;
+      apply_or_die(ReportProfile{profile}, "profiler");
+    }
   }
 
   void watch_for_hang(RunId run_id) {

@@ -1,4 +1,5 @@
 #include "adapters/simulator/kineto_writer.h"
+#include "adapters/simulator/printf_text.h"
 
 #include <zlib.h>
 
@@ -32,21 +33,6 @@ constexpr double kLaunchLeadMaxUs = 1500;   // how far the host runs ahead of th
 constexpr std::int64_t kFirstExternalId = 1200;
 constexpr std::int64_t kFirstCorrelation = 120000;
 constexpr std::string_view kNcclVersion = "2.28.9";
-
-__attribute__((format(printf, 1, 2))) std::string format(const char* pattern, ...) {
-  va_list args;
-  va_start(args, pattern);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, pattern, copy);
-  va_end(copy);
-  assert(n >= 0);
-  std::string out(static_cast<std::size_t>(n) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), pattern, args);
-  va_end(args);
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string out = "[";

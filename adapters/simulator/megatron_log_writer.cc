@@ -1,4 +1,5 @@
 #include "adapters/simulator/megatron_log_writer.h"
+#include "adapters/simulator/printf_text.h"
 
 #include <algorithm>
 #include <cassert>
@@ -28,22 +29,6 @@ constexpr std::string_view kNcclVersion = "2.28.9";
 constexpr int kWorkerPidBase = 41200;          // pids of the simulated worker processes
 constexpr int kExitCodeResultValidation = 17;  // Megatron's EXIT_CODE_FAILED_ON_RESULT_VALIDATION
 constexpr int kExitCodeNvshmem = 255;          // NVSHMEM exits with -1
-
-// printf into a string of the right size.
-__attribute__((format(printf, 1, 2))) std::string format(const char* pattern, ...) {
-  va_list args;
-  va_start(args, pattern);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, pattern, copy);
-  va_end(copy);
-  assert(n >= 0);
-  std::string out(static_cast<std::size_t>(n) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), pattern, args);
-  va_end(args);
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 // Python's "{:.Nf}" of a value that may be NaN or infinite.
 std::string fixed(double value, int decimals) {

@@ -172,7 +172,7 @@ std::optional<StackDefect> World::defect_hit(const ResolvedLayout& resolved) con
         }
         break;
       case StackDefect::kExpertTensorParallelWithoutExpertParallel:
-        if (moe && l.etp >= 4 && l.ep == 1) return defect;
+        if (moe && l.etp >= 8 && l.ep == 1) return defect;
         break;
     }
   }

@@ -43,8 +43,8 @@ enum class StackDefect : std::uint8_t {
   // (--overlap-grad-reduce --overlap-param-gather) and --moe-shared-expert-overlap: the first
   // gradient reduction deadlocks between the overlapping streams and the log stops growing.
   kDataParallelOverlapWithExpertDataParallel,
-  // A MoE model with expert-tensor parallelism >= 4 and expert parallelism 1: runs, but changes
-  // training (the loss drifts from the baseline's).
+  // A MoE model with expert-tensor parallelism 8 and expert parallelism 1: runs, but changes
+  // training (the loss drifts from the baseline's), as the paper observed on GLM-4.5 (Table B1).
   kExpertTensorParallelWithoutExpertParallel,
 };
 

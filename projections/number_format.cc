@@ -32,7 +32,9 @@ std::string format_fixed(double value, int decimals) {
   assert(result.ec == std::errc{});
   const char* first = buffer.data();
   const char* last = result.ptr;
-  if (*first == '-' && is_all_zero_digits(std::string_view(first, static_cast<std::size_t>(last - first)))) ++first;
+  if (*first == '-' &&
+      is_all_zero_digits(std::string_view(first, static_cast<std::size_t>(last - first))))
+    ++first;
   return std::string(first, static_cast<std::size_t>(last - first));
 }
 

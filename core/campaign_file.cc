@@ -204,7 +204,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
 
   TableReader top(&root, path, "", 1);
   ATTUNE_TRY(top.unknown_keys({"name", "cluster", "workload", "baseline", "policy", "budget", "run",
-                               "band", "tuner", "seeds"}));
+                               "band", "tuner", "seeds", "local"}));
   ATTUNE_TRY(top.text("name", spec.name, true));
   if (!is_valid_campaign_name(spec.name)) {
     return top.wrong(*root.get("name"), "name", "1-48 characters of [A-Za-z0-9._-]",
@@ -299,7 +299,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   } else {
     return g.wrong(*hours, "gpu_hours", "a number of GPU-hours or \"auto\"", "another type");
   }
-  ATTUNE_TRY(g.count("reserve_checks", spec.reserve_checks, false, 0, 3));
+  ATTUNE_TRY(g.count("reserve_checks", spec.reserve_checks, false, 1, 3));
 
   const toml::table* run = nullptr;
   ATTUNE_TRY(section("run", false, run));
@@ -339,6 +339,13 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     options << *tuner;
     spec.tuner_options_toml = options.str();
   }
+
+  const toml::table* local = nullptr;
+  ATTUNE_TRY(section("local", spec.launcher == "local", local));
+  TableReader j(local, path, "local", 1);
+  ATTUNE_TRY(j.unknown_keys({"job", "seconds_per_step"}));
+  ATTUNE_TRY(j.text("job", spec.job_template, spec.launcher == "local"));
+  ATTUNE_TRY(j.fraction("seconds_per_step", spec.expected_seconds_per_step, 0.0, 1e6));
 
   const toml::table* seeds = nullptr;
   ATTUNE_TRY(section("seeds", false, seeds));
@@ -390,6 +397,8 @@ CampaignOpened campaign_opened(const CampaignSpec& spec) {
   opened.campaign_file_hash = spec.file_hash;
   opened.launcher = spec.launcher;
   opened.policy_path = spec.policy_path;
+  opened.job_template = spec.job_template;
+  opened.expected_seconds_per_step = spec.expected_seconds_per_step;
   return opened;
 }
 

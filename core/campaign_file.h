@@ -50,6 +50,9 @@ struct CampaignSpec {
   double band_floor_fraction = 0.03;
   double band_k = 3.0;
 
+  std::string job_template;                // [local] job: the local launcher's command line
+  double expected_seconds_per_step = 1.0;  // [local] seconds_per_step: for admission estimates
+
   std::string tuner = "random";
   std::string tuner_options_toml;  // the [tuner] table as TOML text, for the tuner to read
 

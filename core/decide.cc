@@ -252,9 +252,9 @@ Result<std::vector<Body>> decide_finished(const ControlState& state,
     events.push_back(body);
   }
   const bool infra = failed && failed->failure_class == FailureClass::kInfra;
-  // The first infrastructure failure of a recipe is the cluster's; its retry is the tuner's.
-  const Account account =
-      infra && run->purpose != RunPurpose::kRetry ? Account::kInfra : Account::kTuner;
+  // An infrastructure failure is the cluster's, the retry's included; two of them only make the
+  // recipe count as failed.
+  const Account account = infra ? Account::kInfra : Account::kTuner;
   events.push_back(Charged{command.run_id, account, run->gpus, admitted_at, released_at,
                            gpu_hours_of(run->gpus, admitted_at, released_at)});
 

@@ -374,6 +374,18 @@ struct CampaignRuntime::Impl {
       if (!run.failed->node.empty()) launch.exclude_nodes.push_back(run.failed->node);
       const auto proposal = state.proposals.find(run.proposal_id);
       if (proposal != state.proposals.end()) launch.hypothesis = proposal->second.hypothesis;
+      if (launch.expected_gpu_hours > state.view.budget.remaining_gpu_hours) {
+        // A retry the budget cannot pay for is not launched: while searching, with nothing in
+        // flight, the budget is spent; after the stop, the run stays failed.
+        if (phase_of(state) != Phase::kSearching) continue;
+        if (state.runs_in_flight() == 0) {
+          stop_search(StopReason::kBudgetSpent,
+                      "the remaining " + format_fixed(state.view.budget.remaining_gpu_hours, 2) +
+                          " GPU-hours do not fit the retry of run " + std::to_string(id));
+          return true;
+        }
+        return false;  // wait for the runs in flight
+      }
       apply_or_die(launch, "control-plane");
       return true;
     }
@@ -565,6 +577,8 @@ struct CampaignRuntime::Impl {
     for (const auto& [id, run] : state.runs) {
       if (run.in_flight() && run.purpose != RunPurpose::kCheck) return;  // let them finish
     }
+    // A search run that failed on infrastructure after the stop still gets its retry.
+    if (retry_infra_failures()) return;
     const BaselineBand& band = state.view.baseline_band;
     if (!band.band_set) {
       ship_baseline("the band was never set: no calibrated baseline to beat");
@@ -573,6 +587,7 @@ struct CampaignRuntime::Impl {
     ShippingInput input;
     input.baseline_mean_tokens_per_s_per_gpu = band.mean_tokens_per_s_per_gpu;
     input.band_fraction = band.band_fraction;
+    input.checks_max = state.view.settings.reserve_checks;
     for (const auto& [id, run] : state.runs) {
       if ((run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kRetry) &&
           run.measured) {

@@ -361,6 +361,8 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setCampaignFileHash(as_text(value.campaign_file_hash));
   out.setLauncher(as_text(value.launcher));
   out.setPolicyPath(as_text(value.policy_path));
+  out.setJobTemplate(as_text(value.job_template));
+  out.setExpectedSecondsPerStep(value.expected_seconds_per_step);
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -676,6 +678,8 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.campaign_file_hash = read_text(in.getCampaignFileHash());
   value.launcher = read_text(in.getLauncher());
   value.policy_path = read_text(in.getPolicyPath());
+  value.job_template = read_text(in.getJobTemplate());
+  value.expected_seconds_per_step = in.getExpectedSecondsPerStep();
   return value;
 }
 

@@ -107,9 +107,11 @@ struct CampaignOpened {
   std::string tuner;
   std::uint64_t seed = 0;
   std::uint64_t reality_seed = 0;
-  std::string campaign_file_hash;  // hex SHA-256 of the campaign file's bytes
-  std::string launcher;            // "sim", "local", "slurm"
-  std::string policy_path;         // empty for the built-in default policy
+  std::string campaign_file_hash;          // hex SHA-256 of the campaign file's bytes
+  std::string launcher;                    // "sim", "local", "slurm"
+  std::string policy_path;                 // empty for the built-in default policy
+  std::string job_template;                // the local launcher's command line, with placeholders
+  double expected_seconds_per_step = 0.0;  // the local launcher's cost estimate
 
   friend bool operator==(const CampaignOpened&, const CampaignOpened&) = default;
 };

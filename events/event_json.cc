@@ -89,7 +89,9 @@ json fields(const CampaignOpened& value) {
           {"reality_seed", value.reality_seed},
           {"campaign_file_hash", value.campaign_file_hash},
           {"launcher", value.launcher},
-          {"policy_path", value.policy_path}};
+          {"policy_path", value.policy_path},
+          {"job_template", value.job_template},
+          {"expected_seconds_per_step", value.expected_seconds_per_step}};
 }
 
 json fields(const CandidateProposed& value) {

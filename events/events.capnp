@@ -71,6 +71,8 @@ struct CampaignOpened {
   campaignFileHash @27 :Text;
   launcher @28 :Text;
   policyPath @29 :Text;  # the policy file a resumed campaign re-reads and re-hashes
+  jobTemplate @30 :Text;  # the local launcher's command line, with placeholders
+  expectedSecondsPerStep @31 :Float64;  # the local launcher's cost estimate
 }
 
 struct CandidateProposed {

@@ -175,6 +175,8 @@ json to_json(const CampaignOpened& settings) {
       {"campaign_file_hash", valid_utf8(settings.campaign_file_hash)},
       {"launcher", valid_utf8(settings.launcher)},
       {"policy_path", valid_utf8(settings.policy_path)},
+      {"job_template", valid_utf8(settings.job_template)},
+      {"expected_seconds_per_step", settings.expected_seconds_per_step},
   };
 }
 

@@ -317,8 +317,8 @@ TEST(Decide, InfrastructureFailuresGoToTheirOwnAccountAndAreRetriedOnceOnOtherNo
   EXPECT_EQ(campaign.launch(RunPurpose::kRetry, recipe, 1.0, run), 0u) << "retried twice";
   auto failed_again = campaign.run_for(
       retry, 0.5, RunFailed{0, FailureClass::kInfra, "NCCL error", "n3"}, {"n3", "n4"});
-  // The retry is charged to the tuner, and a second infra failure is a recipe failure.
-  EXPECT_EQ(find_body<Charged>(failed_again)->account, Account::kTuner);
+  // The retry's infra failure is the cluster's too, and a second one is a recipe failure.
+  EXPECT_EQ(find_body<Charged>(failed_again)->account, Account::kInfra);
   EXPECT_EQ(campaign.launch(RunPurpose::kRetry, recipe, 1.0, retry), 0u);
 }
 

@@ -64,7 +64,9 @@ std::vector<Body> sample_bodies() {
                      17,
                      "ef56",
                      "slurm",
-                     "policies/glm-4.5.toml"},
+                     "policies/glm-4.5.toml",
+                     "srun train.sh {recipe_file} > {log}",
+                     2.5},
       CandidateProposed{
           7,
           RunPurpose::kCheck,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "adapters/launcher/local_launcher.h"
 #include "adapters/launcher/sim_launcher.h"
 #include "adapters/metrics/log_metrics_source.h"
 #include "adapters/simulator/sim_job.h"
@@ -62,25 +63,26 @@ Result<Policy> load_policy(const CampaignOpened& opened) {
   return parse_policy(bytes.value(), opened.policy_path);
 }
 
-// Everything a simulated campaign runs on, built from its CampaignOpened.
-struct SimCampaign {
+// Everything a campaign runs on, built from its CampaignOpened: the simulated cluster on a
+// virtual clock, or local processes in real time.
+struct Campaign {
   sim::Workload workload;
   std::unique_ptr<sim::World> world;
   std::unique_ptr<Scheduler> scheduler;
-  std::unique_ptr<SimLauncher> launcher;
+  std::unique_ptr<Launcher> launcher;
   LogMetricsSource metrics;
   std::unique_ptr<Tuner> tuner;
   Policy policy;
   Recipe baseline;
 };
 
-Result<SimCampaign> build_sim_campaign(const CampaignOpened& opened, const std::string& db,
-                                       const std::string& campaign_id, std::int64_t start_unix_ns) {
-  if (opened.launcher != "sim") {
+Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string& db,
+                                const std::string& campaign_id, std::int64_t start_unix_ns) {
+  if (opened.launcher != "sim" && opened.launcher != "local") {
     return make_error("launcher '" + opened.launcher +
-                      "' is not available in this build; use launcher = \"sim\"");
+                      "' is not available in this build; use launcher = \"sim\" or \"local\"");
   }
-  SimCampaign campaign;
+  Campaign campaign;
   auto precision = sim::parse_precision(opened.precision);
   if (!precision) return make_error("unknown precision '" + opened.precision + "'");
   auto workload = sim::load_workload(
@@ -95,18 +97,30 @@ Result<SimCampaign> build_sim_campaign(const CampaignOpened& opened, const std::
   if (!baseline.ok()) return make_error(baseline.error());
   campaign.baseline = std::move(baseline).value();
 
-  sim::WorldConfig config;
-  config.reality_seed = opened.reality_seed;
-  const int needed = sim::World(campaign.workload, config).nodes_needed();
-  // Room for every calibration run on its own nodes, and for `concurrency` jobs at once.
-  const int jobs = static_cast<int>(std::max(opened.concurrency, opened.calibration_runs));
-  config.nodes = jobs * needed + std::max(sim::kSpareNodesMin, needed / 4);
-  campaign.world = std::make_unique<sim::World>(campaign.workload, config);
-  campaign.scheduler = make_virtual_scheduler(start_unix_ns);
-  auto launcher = SimLauncher::open(*campaign.world, *campaign.scheduler, db,
-                                    (fs::path("sim-cluster") / campaign_id).string(), opened.seed);
-  if (!launcher.ok()) return make_error(launcher.error());
-  campaign.launcher = std::move(launcher).value();
+  if (opened.launcher == "local") {
+    campaign.scheduler = make_asio_scheduler();
+    LocalLauncherOptions local;
+    local.job_template = opened.job_template;
+    local.expected_seconds_per_step = opened.expected_seconds_per_step;
+    auto launcher = LocalLauncher::open(*campaign.scheduler, db,
+                                        (fs::path("local-jobs") / campaign_id).string(), local);
+    if (!launcher.ok()) return make_error(launcher.error());
+    campaign.launcher = std::move(launcher).value();
+  } else {
+    sim::WorldConfig config;
+    config.reality_seed = opened.reality_seed;
+    const int needed = sim::World(campaign.workload, config).nodes_needed();
+    // Room for every calibration run on its own nodes, and for `concurrency` jobs at once.
+    const int jobs = static_cast<int>(std::max(opened.concurrency, opened.calibration_runs));
+    config.nodes = jobs * needed + std::max(sim::kSpareNodesMin, needed / 4);
+    campaign.world = std::make_unique<sim::World>(campaign.workload, config);
+    campaign.scheduler = make_virtual_scheduler(start_unix_ns);
+    auto launcher =
+        SimLauncher::open(*campaign.world, *campaign.scheduler, db,
+                          (fs::path("sim-cluster") / campaign_id).string(), opened.seed);
+    if (!launcher.ok()) return make_error(launcher.error());
+    campaign.launcher = std::move(launcher).value();
+  }
   if (opened.tuner == "random") {
     campaign.tuner = std::make_unique<RandomTuner>(campaign.workload, opened.seed);
   } else {
@@ -216,7 +230,8 @@ int run_campaign(const RunOptions& options) {
   const std::string campaign_id = campaign_id_for(spec.value());
   const CampaignOpened opened = campaign_opened(spec.value());
   // Everything is checked before the ledger is touched: bad input changes nothing.
-  auto campaign = build_sim_campaign(opened, options.db, campaign_id, sim::kVirtualStartUnixNs);
+  auto campaign = build_campaign(opened, options.db, campaign_id, sim::kVirtualStartUnixNs);
+
   if (!campaign.ok()) return fail(options.campaign_file + ": " + campaign.error());
 
   auto store = EventStore::open(options.db);
@@ -264,7 +279,7 @@ int resume_campaign(const ResumeOptions& options) {
   auto last = store->read(options.campaign, version.value(), version.value());
   if (!last.ok() || last->empty()) return fail("cannot read the last event of " + options.campaign);
   auto campaign =
-      build_sim_campaign(*opened, options.db, options.campaign, last->back().recorded_at_unix_ns);
+      build_campaign(*opened, options.db, options.campaign, last->back().recorded_at_unix_ns);
   if (!campaign.ok()) return fail(campaign.error());
   CampaignRuntime runtime(*store, options.campaign, campaign->policy, campaign->baseline,
                           *campaign->scheduler, *campaign->launcher, campaign->metrics,

@@ -1,5 +1,7 @@
 #include "adapters/launcher/local_launcher.h"
 
+#include "adapters/launcher/job_journal.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -23,17 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::int64_t kNsPerMs = 1'000'000;
-
-Status append_line_durably(const std::string& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return make_error(path + ": cannot open the local launcher's job record");
-  const std::string text = line + "\n";
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || !synced) return make_error(path + ": cannot write the job record");
-  return Ok{};
-}
 
 // A word the shell reads back unchanged.
 std::string shell_quoted(const std::string& word) {
@@ -134,8 +125,8 @@ std::string LocalLauncher::absolute(const std::string& relative) const {
   return (fs::path(root_) / relative).string();
 }
 
-Status LocalLauncher::append_record(const std::string& line) const {
-  return append_line_durably(absolute((fs::path(jobs_dir_) / "jobs.jsonl").string()), line);
+Status LocalLauncher::append_record(const nlohmann::json& line) const {
+  return append_journal_line(absolute((fs::path(jobs_dir_) / "jobs.jsonl").string()), line);
 }
 
 Result<std::unique_ptr<LocalLauncher>> LocalLauncher::open(Scheduler& scheduler, std::string root,
@@ -149,21 +140,15 @@ Result<std::unique_ptr<LocalLauncher>> LocalLauncher::open(Scheduler& scheduler,
   if (options.job_template.empty()) return make_error("the local launcher needs a job template");
   std::unique_ptr<LocalLauncher> launcher(
       new LocalLauncher(scheduler, std::move(root), jobs_dir, std::move(options)));
-  std::ifstream in(folder / "jobs.jsonl");
-  std::string line;
-  int line_number = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    auto json = nlohmann::json::parse(line, nullptr, false);
-    const std::string where = (folder / "jobs.jsonl").string() + ":" + std::to_string(line_number);
-    if (json.is_discarded() || !json.is_object() || !json.contains("job_name")) {
-      if (in.peek() == EOF) break;  // a torn last line: the submission it describes never returned
-      return make_error(where + ": expected a JSON object with job_name");
-    }
+  const std::string journal = (folder / "jobs.jsonl").string();
+  auto lines = read_journal(journal);
+  if (!lines.ok()) return make_error(lines.error());
+  for (const nlohmann::json& json : lines.value()) {
     const std::string name = json["job_name"].get<std::string>();
     if (json.contains("cancelled_at_unix_ns")) {
       auto found = launcher->known_.find(name);
-      if (found == launcher->known_.end()) return make_error(where + ": cancels an unknown job");
+      if (found == launcher->known_.end())
+        return make_error(journal + ": cancels unknown job " + name);
       found->second->cancelled_at_unix_ns = json["cancelled_at_unix_ns"].get<std::int64_t>();
       found->second->cancel_reason = json.value("reason", "");
       continue;
@@ -198,7 +183,7 @@ Status LocalLauncher::submit(const LaunchSpec& spec) {
                          {"pid", job->pid},
                          {"started_at_unix_ns", job->started_at_unix_ns},
                          {"log_path", job->log_path}};
-  Status recorded = append_record(line.dump());
+  Status recorded = append_record(line);
   if (!recorded.ok()) {
     // Unrecorded, the job could not be found after a crash: it must not run.
     if (job->pid > 0) {
@@ -348,7 +333,7 @@ void LocalLauncher::cancel(RunId run_id, const std::string& reason) {
   job.cancel_reason = reason;
   nlohmann::json line = {
       {"job_name", job.spec.job_name}, {"cancelled_at_unix_ns", now}, {"reason", reason}};
-  (void)append_record(line.dump());
+  (void)append_record(line);
   if (job.pid > 0) ::kill(-job.pid, SIGTERM);
   ensure_polling();
 }
@@ -433,11 +418,7 @@ double LocalLauncher::expected_gpu_hours(const LaunchSpec& spec) const {
 }
 
 Result<std::string> LocalLauncher::read_log(const std::string& log_path) const {
-  std::ifstream in(absolute(log_path), std::ios::binary);
-  if (!in) return make_error(log_path + ": no such log");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(absolute(log_path));
 }
 
 }  // namespace attune

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/ports.h"
@@ -69,7 +70,7 @@ class LocalLauncher final : public Launcher {
   LocalLauncher(Scheduler& scheduler, std::string root, std::string jobs_dir,
                 LocalLauncherOptions options);
   std::string absolute(const std::string& relative) const;
-  Status append_record(const std::string& line) const;
+  Status append_record(const nlohmann::json& line) const;
   void spawn(Job& job);
   void ensure_polling();
   void poll();

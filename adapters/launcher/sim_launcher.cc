@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "adapters/launcher/job_journal.h"
 #include "adapters/simulator/performance_model.h"
 #include "adapters/simulator/sim_job.h"
 
@@ -32,17 +33,6 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 std::int64_t seconds_to_ns(double seconds) {
   return static_cast<std::int64_t>(std::llround(seconds * kNsPerSecond));
-}
-
-Status append_line_durably(const std::string& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return make_error(path + ": cannot open the simulated cluster's job record");
-  const std::string text = line + "\n";
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || !synced) return make_error(path + ": cannot write the job record");
-  return Ok{};
 }
 
 }  // namespace
@@ -87,21 +77,15 @@ Result<std::unique_ptr<SimLauncher>> SimLauncher::open(const sim::World& world,
   std::unique_ptr<SimLauncher> launcher(
       new SimLauncher(world, scheduler, std::move(root), cluster_dir, seed));
   // The cluster's own record of what it was asked to run.
-  std::ifstream in(folder / "jobs.jsonl");
-  std::string line;
-  int line_number = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    auto json = nlohmann::json::parse(line, nullptr, false);
-    const std::string where = (folder / "jobs.jsonl").string() + ":" + std::to_string(line_number);
-    if (json.is_discarded() || !json.is_object() || !json.contains("job_name")) {
-      if (in.peek() == EOF) break;  // a torn last line: the submission it describes never returned
-      return make_error(where + ": expected a JSON object with job_name");
-    }
+  const std::string journal = (folder / "jobs.jsonl").string();
+  auto lines = read_journal(journal);
+  if (!lines.ok()) return make_error(lines.error());
+  for (const nlohmann::json& json : lines.value()) {
     const std::string name = json["job_name"].get<std::string>();
     if (json.contains("cancelled_at_unix_ns")) {
       auto found = launcher->known_.find(name);
-      if (found == launcher->known_.end()) return make_error(where + ": cancels an unknown job");
+      if (found == launcher->known_.end())
+        return make_error(journal + ": cancels unknown job " + name);
       found->second->cancelled_at_unix_ns = json["cancelled_at_unix_ns"].get<std::int64_t>();
       found->second->cancel_reason = json.value("reason", "");
       continue;
@@ -127,8 +111,7 @@ Status SimLauncher::record(const Job& job) {
                          {"started_at_unix_ns", job.started_at_unix_ns},
                          {"nodes", job.nodes},
                          {"run_seed", job.run_seed}};
-  return append_line_durably(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()),
-                             line.dump());
+  return append_journal_line(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()), line);
 }
 
 Status SimLauncher::submit(const LaunchSpec& spec) {
@@ -240,8 +223,7 @@ void SimLauncher::cancel(RunId run_id, const std::string& reason) {
   job.cancel_reason = reason;
   nlohmann::json line = {
       {"job_name", job.spec.job_name}, {"cancelled_at_unix_ns", now}, {"reason", reason}};
-  (void)append_line_durably(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()),
-                            line.dump());
+  (void)append_journal_line(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()), line);
   finish(run_id, now, "CANCELLED", reason);
 }
 
@@ -311,11 +293,7 @@ double SimLauncher::expected_gpu_hours(const LaunchSpec& spec) const {
 }
 
 Result<std::string> SimLauncher::read_log(const std::string& log_path) const {
-  std::ifstream in(absolute(log_path), std::ios::binary);
-  if (!in) return make_error(log_path + ": no such log");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(absolute(log_path));
 }
 
 }  // namespace attune

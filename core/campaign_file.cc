@@ -1,5 +1,7 @@
 #include "core/campaign_file.h"
 
+#include "core/text_file.h"
+
 #include <toml++/toml.h>
 
 #include <filesystem>
@@ -18,11 +20,9 @@ constexpr std::uint32_t kStepsPerRunMax = 100000;
 constexpr std::uint32_t kConcurrencyMax = 256;
 
 Result<std::string> read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": cannot read " + what);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  Result<std::string> text = read_text_file(path);
+  if (!text.ok()) return make_error(text.error() + " (" + what + ")");
+  return text;
 }
 
 // Reads typed keys from one TOML table, reporting the first problem with file, line and key.

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 namespace attune {
+
+namespace {
 
 Status append_journal_line(const std::string& path, const nlohmann::json& line) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -19,8 +22,20 @@ Status append_journal_line(const std::string& path, const nlohmann::json& line) 
   return Ok{};
 }
 
-Result<std::vector<nlohmann::json>> read_journal(const std::string& path) {
-  std::vector<nlohmann::json> lines;
+}  // namespace
+
+Status append_journal_submission(const std::string& path, const nlohmann::json& submission) {
+  return append_journal_line(path, submission);
+}
+
+Status append_journal_cancellation(const std::string& path, const std::string& job_name,
+                                   std::int64_t at_unix_ns, const std::string& reason) {
+  return append_journal_line(
+      path, {{"job_name", job_name}, {"cancelled_at_unix_ns", at_unix_ns}, {"reason", reason}});
+}
+
+Result<std::vector<JournalEntry>> read_journal(const std::string& path) {
+  std::vector<JournalEntry> entries;
   std::ifstream in(path);
   std::string line;
   int line_number = 0;
@@ -32,17 +47,22 @@ Result<std::vector<nlohmann::json>> read_journal(const std::string& path) {
       return make_error(path + ":" + std::to_string(line_number) +
                         ": expected a JSON object with job_name");
     }
-    lines.push_back(std::move(json));
+    if (json.contains("cancelled_at_unix_ns")) {
+      const std::string name = json["job_name"].get<std::string>();
+      auto found = std::find_if(entries.rbegin(), entries.rend(), [&](const JournalEntry& entry) {
+        return entry.submission["job_name"] == name;
+      });
+      if (found == entries.rend()) {
+        return make_error(path + ":" + std::to_string(line_number) + ": cancels unknown job " +
+                          name);
+      }
+      found->cancelled_at_unix_ns = json["cancelled_at_unix_ns"].get<std::int64_t>();
+      found->cancel_reason = json.value("reason", "");
+      continue;
+    }
+    entries.push_back(JournalEntry{std::move(json), std::nullopt, ""});
   }
-  return lines;
-}
-
-Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": no such file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return entries;
 }
 
 }  // namespace attune

@@ -4,7 +4,9 @@
 // the crash cut short) describes a submission that never returned, and is dropped.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,14 +14,22 @@
 
 namespace attune {
 
-// Appends `line` and fsyncs the file.
-Status append_journal_line(const std::string& path, const nlohmann::json& line);
+// A submission as the launcher recorded it, with its cancellation when one was recorded.
+struct JournalEntry {
+  nlohmann::json submission;  // the launcher's own fields, with "job_name"
+  std::optional<std::int64_t> cancelled_at_unix_ns;
+  std::string cancel_reason;
+};
 
-// Every line of the journal, in order; a missing file is an empty journal. Each object has a
-// "job_name"; any other malformed line is an error naming the file and the line.
-Result<std::vector<nlohmann::json>> read_journal(const std::string& path);
+// Appends a submission (a JSON object with "job_name") and fsyncs the file.
+Status append_journal_submission(const std::string& path, const nlohmann::json& submission);
+// Appends the cancellation of a recorded job and fsyncs the file.
+Status append_journal_cancellation(const std::string& path, const std::string& job_name,
+                                   std::int64_t at_unix_ns, const std::string& reason);
 
-// The whole text of a file (a job's log).
-Result<std::string> read_text_file(const std::string& path);
+// Every submission, in order, with its cancellation folded in; a missing file is an empty
+// journal. A malformed line, or a cancellation of an unknown job, is an error naming the file
+// and the line.
+Result<std::vector<JournalEntry>> read_journal(const std::string& path);
 
 }  // namespace attune

@@ -1,6 +1,7 @@
 #include "adapters/launcher/local_launcher.h"
 
 #include "adapters/launcher/job_journal.h"
+#include "core/text_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -126,7 +127,7 @@ std::string LocalLauncher::absolute(const std::string& relative) const {
 }
 
 Status LocalLauncher::append_record(const nlohmann::json& line) const {
-  return append_journal_line(absolute((fs::path(jobs_dir_) / "jobs.jsonl").string()), line);
+  return append_journal_submission(absolute((fs::path(jobs_dir_) / "jobs.jsonl").string()), line);
 }
 
 Result<std::unique_ptr<LocalLauncher>> LocalLauncher::open(Scheduler& scheduler, std::string root,
@@ -141,18 +142,11 @@ Result<std::unique_ptr<LocalLauncher>> LocalLauncher::open(Scheduler& scheduler,
   std::unique_ptr<LocalLauncher> launcher(
       new LocalLauncher(scheduler, std::move(root), jobs_dir, std::move(options)));
   const std::string journal = (folder / "jobs.jsonl").string();
-  auto lines = read_journal(journal);
-  if (!lines.ok()) return make_error(lines.error());
-  for (const nlohmann::json& json : lines.value()) {
+  auto entries = read_journal(journal);
+  if (!entries.ok()) return make_error(entries.error());
+  for (const JournalEntry& entry : entries.value()) {
+    const nlohmann::json& json = entry.submission;
     const std::string name = json["job_name"].get<std::string>();
-    if (json.contains("cancelled_at_unix_ns")) {
-      auto found = launcher->known_.find(name);
-      if (found == launcher->known_.end())
-        return make_error(journal + ": cancels unknown job " + name);
-      found->second->cancelled_at_unix_ns = json["cancelled_at_unix_ns"].get<std::int64_t>();
-      found->second->cancel_reason = json.value("reason", "");
-      continue;
-    }
     auto job = std::make_unique<Job>();
     job->spec.job_name = name;
     job->spec.run_id = json.value("run_id", 0u);
@@ -160,6 +154,8 @@ Result<std::unique_ptr<LocalLauncher>> LocalLauncher::open(Scheduler& scheduler,
     job->pid = json.value("pid", 0);
     job->started_at_unix_ns = json.value("started_at_unix_ns", std::int64_t{0});
     job->log_path = json.value("log_path", "");
+    job->cancelled_at_unix_ns = entry.cancelled_at_unix_ns;
+    job->cancel_reason = entry.cancel_reason;
     launcher->known_[name] = std::move(job);
   }
   return launcher;
@@ -331,9 +327,8 @@ void LocalLauncher::cancel(RunId run_id, const std::string& reason) {
   const std::int64_t now = scheduler_.now_unix_ns();
   job.cancelled_at_unix_ns = now;
   job.cancel_reason = reason;
-  nlohmann::json line = {
-      {"job_name", job.spec.job_name}, {"cancelled_at_unix_ns", now}, {"reason", reason}};
-  (void)append_record(line);
+  (void)append_journal_cancellation(absolute((fs::path(jobs_dir_) / "jobs.jsonl").string()),
+                                    job.spec.job_name, now, reason);
   if (job.pid > 0) ::kill(-job.pid, SIGTERM);
   ensure_polling();
 }

@@ -14,6 +14,7 @@
 #include "adapters/launcher/job_journal.h"
 #include "adapters/simulator/performance_model.h"
 #include "adapters/simulator/sim_job.h"
+#include "core/text_file.h"
 
 namespace attune {
 namespace {
@@ -78,18 +79,11 @@ Result<std::unique_ptr<SimLauncher>> SimLauncher::open(const sim::World& world,
       new SimLauncher(world, scheduler, std::move(root), cluster_dir, seed));
   // The cluster's own record of what it was asked to run.
   const std::string journal = (folder / "jobs.jsonl").string();
-  auto lines = read_journal(journal);
-  if (!lines.ok()) return make_error(lines.error());
-  for (const nlohmann::json& json : lines.value()) {
+  auto entries = read_journal(journal);
+  if (!entries.ok()) return make_error(entries.error());
+  for (const JournalEntry& entry : entries.value()) {
+    const nlohmann::json& json = entry.submission;
     const std::string name = json["job_name"].get<std::string>();
-    if (json.contains("cancelled_at_unix_ns")) {
-      auto found = launcher->known_.find(name);
-      if (found == launcher->known_.end())
-        return make_error(journal + ": cancels unknown job " + name);
-      found->second->cancelled_at_unix_ns = json["cancelled_at_unix_ns"].get<std::int64_t>();
-      found->second->cancel_reason = json.value("reason", "");
-      continue;
-    }
     auto job = std::make_unique<Job>();
     job->spec.job_name = name;
     job->spec.run_id = json.value("run_id", 0u);
@@ -98,6 +92,8 @@ Result<std::unique_ptr<SimLauncher>> SimLauncher::open(const sim::World& world,
     job->started_at_unix_ns = json.value("started_at_unix_ns", std::int64_t{0});
     job->nodes = json.value("nodes", std::vector<std::string>{});
     job->run_seed = json.value("run_seed", std::uint64_t{0});
+    job->cancelled_at_unix_ns = entry.cancelled_at_unix_ns;
+    job->cancel_reason = entry.cancel_reason;
     launcher->known_[name] = std::move(job);
   }
   return launcher;
@@ -111,7 +107,8 @@ Status SimLauncher::record(const Job& job) {
                          {"started_at_unix_ns", job.started_at_unix_ns},
                          {"nodes", job.nodes},
                          {"run_seed", job.run_seed}};
-  return append_journal_line(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()), line);
+  return append_journal_submission(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()),
+                                   line);
 }
 
 Status SimLauncher::submit(const LaunchSpec& spec) {
@@ -221,9 +218,8 @@ void SimLauncher::cancel(RunId run_id, const std::string& reason) {
   const std::int64_t now = scheduler_.now_unix_ns();
   job.cancelled_at_unix_ns = now;
   job.cancel_reason = reason;
-  nlohmann::json line = {
-      {"job_name", job.spec.job_name}, {"cancelled_at_unix_ns", now}, {"reason", reason}};
-  (void)append_journal_line(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()), line);
+  (void)append_journal_cancellation(absolute((fs::path(cluster_dir_) / "jobs.jsonl").string()),
+                                    job.spec.job_name, now, reason);
   finish(run_id, now, "CANCELLED", reason);
 }
 

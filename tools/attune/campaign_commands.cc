@@ -17,6 +17,7 @@
 #include "adapters/tuner/random_tuner.h"
 #include "core/campaign_file.h"
 #include "core/runtime.h"
+#include "core/text_file.h"
 #include "events/sha256.h"
 #include "gate/policy.h"
 #include "projections/number_format.h"
@@ -40,14 +41,6 @@ struct ResumeOptions {
   std::string campaign;
   bool json = false;
 };
-
-Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The policy a campaign recorded, re-read and checked against the hash recorded when it opened:
 // a policy is fixed for the whole campaign.

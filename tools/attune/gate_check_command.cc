@@ -17,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/text_file.h"
 #include "events/recipe.h"
 #include "gate/config_check.h"
 #include "gate/policy.h"
@@ -35,29 +36,14 @@ struct CheckOptions {
   bool json = false;
 };
 
-Result<std::string> read_text(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error("cannot read " + path + ": it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error("cannot open " + path + ": " + std::generic_category().message(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error("cannot read " + path);
-  return text.str();
-}
-
 Result<Recipe> read_recipe(const std::string& path) {
-  Result<std::string> text = read_text(path);
+  Result<std::string> text = read_text_file(path);
   if (!text.ok()) return make_error(text.error());
   return parse_recipe(text.value(), path);
 }
 
 Result<ResolvedArgs> read_resolved(const std::string& path) {
-  Result<std::string> text = read_text(path);
+  Result<std::string> text = read_text_file(path);
   if (!text.ok()) return make_error(text.error());
   return parse_resolved_args(text.value(), path);
 }
@@ -207,7 +193,7 @@ int run_check(const CheckOptions& options) {
   if (options.resolved_baseline_path.empty() != options.resolved_candidate_path.empty()) {
     return fail("--resolved-baseline and --resolved-candidate go together: give both or neither");
   }
-  Result<std::string> policy_text = read_text(options.policy_path);
+  Result<std::string> policy_text = read_text_file(options.policy_path);
   if (!policy_text.ok()) return fail(policy_text.error());
   Result<Policy> policy = parse_policy(policy_text.value(), options.policy_path);
   if (!policy.ok()) return fail(policy.error());

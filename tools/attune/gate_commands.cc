@@ -20,6 +20,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/text_file.h"
 #include "gate/convergence.h"
 #include "gate/loss_curve_file.h"
 #include "tools/attune/cli.h"
@@ -60,18 +61,9 @@ std::optional<std::string> option_error(const char* option, double value, double
 
 // Reads the whole file and parses it; errors name the file (and the line, for a parse error).
 Result<std::vector<double>> read_loss_curve(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error("cannot read " + path + ": it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error("cannot open " + path + ": " + std::generic_category().message(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error("cannot read " + path);
-  return parse_loss_curve(text.str(), path);
+  Result<std::string> text = read_text_file(path);
+  if (!text.ok()) return make_error(text.error());
+  return parse_loss_curve(text.value(), path);
 }
 
 std::string padded(const std::string& text, std::size_t width) {

@@ -15,6 +15,7 @@
 #include "adapters/simulator/performance_model.h"
 #include "adapters/simulator/presets.h"
 #include "adapters/simulator/sweep.h"
+#include "core/text_file.h"
 #include "tools/attune/cli.h"
 
 namespace attune::cli {
@@ -91,10 +92,9 @@ Result<Recipe> load_recipe(const SimOptions& o) {
   if (!o.recipe_file.empty()) {
     std::error_code ec;
     if (std::filesystem::exists(o.recipe_file, ec)) {
-      std::ifstream in(o.recipe_file, std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      Result<Recipe> parsed = parse_recipe(text.str(), o.recipe_file);
+      Result<std::string> text = read_text_file(o.recipe_file);
+      if (!text.ok()) return make_error(text.error());
+      Result<Recipe> parsed = parse_recipe(text.value(), o.recipe_file);
       if (!parsed.ok()) return make_error(parsed.error());
       recipe = std::move(parsed).value();
     } else {

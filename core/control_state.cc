@@ -39,7 +39,6 @@ ControlState initial_control_state() {
 
 void evolve(ControlState& state, const Envelope& event) {
   evolve(state.view, event);
-  state.last_recorded_at_unix_ns = event.recorded_at_unix_ns;
   const auto* refused = std::get_if<LaunchRefused>(&event.body);
   state.waiting_for_budget = refused != nullptr && refused->reason == RefusalReason::kBudget;
   auto find_run = [&](RunId run_id) -> RunState* {
@@ -71,9 +70,6 @@ void evolve(ControlState& state, const Envelope& event) {
             run.profile = proposal->second.profile;
             run.retry_of_run_id = proposal->second.retry_of_run_id;
             run.check_of_run_id = proposal->second.check_of_run_id;
-          }
-          if (body.purpose == RunPurpose::kSearch || body.purpose == RunPurpose::kCalibration) {
-            state.recipe_hashes_run.insert(run.recipe_hash);
           }
           state.runs[body.run_id] = std::move(run);
         } else if constexpr (std::is_same_v<T, JobSubmitted>) {
@@ -139,11 +135,6 @@ std::uint32_t calibration_runs_in_flight(const ControlState& state) {
     count += run.purpose == RunPurpose::kCalibration && run.in_flight() ? 1 : 0;
   }
   return count;
-}
-
-std::string leader_recipe(const ControlState& state) {
-  const RunState* leader = state.run(state.view.leader.run_id);
-  return leader ? leader->recipe : state.view.settings.baseline_recipe;
 }
 
 }  // namespace attune

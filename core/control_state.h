@@ -64,7 +64,6 @@ struct ControlState {
   CampaignView view;
   std::map<RunId, RunState> runs;
   std::map<ProposalId, CandidateProposed> proposals;
-  std::set<std::string> recipe_hashes_run;           // search and calibration runs admitted
   std::map<RunId, ConvergenceChecked> gate_results;  // by candidate run id (0 = baseline)
   std::uint32_t refusals_in_a_row = 0;               // refused proposals since the last admission
   // The latest event refused a launch for the budget: the tuner is not asked again until
@@ -73,7 +72,6 @@ struct ControlState {
   bool waiting_for_budget = false;
   bool stop_recorded = false;
   bool shipped = false;
-  std::int64_t last_recorded_at_unix_ns = 0;
 
   ProposalId next_proposal_id() const {
     return proposals.empty() ? 1 : proposals.rbegin()->first + 1;
@@ -94,8 +92,5 @@ Phase phase_of(const ControlState& state);
 // The calibration runs measured so far, and how many more the band needs.
 std::uint32_t calibration_runs_measured(const ControlState& state);
 std::uint32_t calibration_runs_in_flight(const ControlState& state);
-
-// The recipe of the leader (the baseline's when the baseline leads).
-std::string leader_recipe(const ControlState& state);
 
 }  // namespace attune

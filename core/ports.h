@@ -75,7 +75,6 @@ class Launcher {
 
 struct MeasureSpec {
   std::uint32_t seq_length = 0;
-  std::uint32_t global_batch = 0;
   std::uint32_t gpus = 0;
   std::uint32_t window_first_step = 4;
   std::uint32_t window_last_step = 13;

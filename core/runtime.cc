@@ -202,7 +202,6 @@ struct CampaignRuntime::Impl {
     const RunState* run = state.run(report.run_id);
     MeasureSpec spec;
     spec.seq_length = state.view.settings.seq_length;
-    spec.global_batch = state.view.settings.global_batch;
     spec.gpus = run->gpus;
     spec.window_first_step = state.view.settings.window_first_step;
     spec.window_last_step = run->purpose == RunPurpose::kCheck

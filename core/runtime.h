@@ -30,10 +30,9 @@
 namespace attune {
 
 // Limits of the loop, each with its unit in the name.
-inline constexpr std::uint32_t kProposalsPerStepMax = 64;             // tuner answers in one step
-inline constexpr std::uint32_t kRefusalsInARowMax = 200;              // then the tuner is stopped
-inline constexpr std::uint32_t kCheckAttemptsPerCandidateMax = 2;     // infra retries of a check
-inline constexpr std::int64_t kHangCheckIntervalNs = 60'000'000'000;  // log-silence polling
+inline constexpr std::uint32_t kProposalsPerStepMax = 64;          // tuner answers in one step
+inline constexpr std::uint32_t kRefusalsInARowMax = 200;           // then the tuner is stopped
+inline constexpr std::uint32_t kCheckAttemptsPerCandidateMax = 2;  // infra retries of a check
 
 struct RuntimeOptions {
   // One line per finished run and per decision that matters; empty to stay quiet.

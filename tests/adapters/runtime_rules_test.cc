@@ -49,7 +49,7 @@ constexpr double kGpuHoursTolerance = 1e-9;
 // An infrastructure failure rate that fails every run within its first seconds.
 constexpr double kFlakyInfraFailuresPerNodeHour = 10'000.0;
 // A hang is detected by polling; the cancellation may come up to one poll late.
-constexpr std::int64_t kHangDetectionSlackNs = kHangCheckIntervalNs;
+constexpr std::int64_t kHangDetectionSlackNs = 60'000'000'000;  // one minute
 // The shipping rule checks at most this many candidates (the reserve holds three checks).
 constexpr std::size_t kCandidatesCheckedMax = 3;
 

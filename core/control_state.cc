@@ -90,6 +90,8 @@ void evolve(ControlState& state, const Envelope& event) {
             run->final_state = body.final_state;
             run->log_path = body.log_path;
           }
+        } else if constexpr (std::is_same_v<T, ProfileAnalyzed>) {
+          if (RunState* run = find_run(body.run_id)) run->profile_analyzed = body;
         } else if constexpr (std::is_same_v<T, RunMeasured>) {
           if (RunState* run = find_run(body.run_id)) run->measured = body;
         } else if constexpr (std::is_same_v<T, RunFailed>) {

@@ -54,6 +54,7 @@ struct RunState {
   std::string log_path;
   std::optional<RunMeasured> measured;
   std::optional<RunFailed> failed;
+  std::optional<ProfileAnalyzed> profile_analyzed;  // the last analysis of its traces
   bool charged = false;
 
   bool in_flight() const { return !charged; }

@@ -91,6 +91,19 @@ class MetricsSource {
                              const MeasureSpec& spec) const = 0;
 };
 
+// ---- Profiler -----------------------------------------------------------------------------
+
+// Reads a profiled run's traces into the per-stage breakdown the tuner sees: compute, exposed
+// communication by kind, host-bound time and idle time per pipeline stage, the slowest stage and
+// its largest exposed cost. A pure function of the files' contents.
+class TraceAnalyzer {
+ public:
+  virtual ~TraceAnalyzer() = default;
+  // `trace_paths` as a finished job reported them. The result's run_id and trace_paths are the
+  // caller's to set.
+  virtual Result<ProfileAnalyzed> analyze(const std::vector<std::string>& trace_paths) const = 0;
+};
+
 // ---- Tuner --------------------------------------------------------------------------------
 
 // A read-only view of the campaign: the ledger's state, the baseline, and the time.

@@ -223,6 +223,14 @@ struct CampaignRuntime::Impl {
     if (!report.trace_paths.empty() && !fatal) {
       // The traces of a profiled run, recorded so that replay shows what the tuner could see.
       ProfileAnalyzed profile;
+      if (options.trace_analyzer != nullptr) {
+        auto analyzed = options.trace_analyzer->analyze(report.trace_paths);
+        if (analyzed.ok()) {
+          profile = std::move(analyzed).value();
+        } else {
+          profile.largest_cost = "not analysed: " + analyzed.error();
+        }
+      }
       profile.run_id = report.run_id;
       profile.trace_paths = report.trace_paths;
       apply_or_die(ReportProfile{profile}, "profiler");

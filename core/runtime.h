@@ -39,6 +39,8 @@ struct RuntimeOptions {
   std::function<void(const std::string&)> progress;
   std::uint64_t crash_after_event = 0;  // 0: off (see ATTUNE_CRASH_AFTER_EVENT)
   ConvergenceThresholds convergence;
+  // Reads profiled runs' traces; null records only the trace paths.
+  const TraceAnalyzer* trace_analyzer = nullptr;
 };
 
 class CampaignRuntime {

@@ -169,9 +169,11 @@ void SimLauncher::schedule(RunId run_id) {
   run.run_seed = job.run_seed;
   run.nodes = job.nodes;
   run.profile = job.spec.profile;
-  auto result = recipe.ok() ? sim::run_sim_job(world_, recipe.value(), run, job.started_at_unix_ns,
-                                               job.trace_dir)
-                            : Result<sim::SimJobResult>(make_error(recipe.error()));
+  // The traces go under the launcher's root (the ledger's folder), whatever the working folder.
+  const std::string trace_dir = job.trace_dir.empty() ? "" : absolute(job.trace_dir);
+  auto result =
+      recipe.ok() ? sim::run_sim_job(world_, recipe.value(), run, job.started_at_unix_ns, trace_dir)
+                  : Result<sim::SimJobResult>(make_error(recipe.error()));
   const std::int64_t now = scheduler_.now_unix_ns();
   JobReport submitted;
   submitted.kind = JobReport::Kind::kSubmitted;

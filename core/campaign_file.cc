@@ -87,6 +87,22 @@ class TableReader {
     return std::nullopt;
   }
 
+  std::optional<Error> texts(std::string_view key, std::vector<std::string>& out) {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    const toml::array* array = node->as_array();
+    if (!array) return wrong(*node, key, "an array of strings", type_name(*node));
+    out.clear();
+    for (const toml::node& item : *array) {
+      auto value = item.value<std::string>();
+      if (!value || value->empty()) {
+        return wrong(item, key, "an array of non-empty strings", type_name(item));
+      }
+      out.push_back(*value);
+    }
+    return std::nullopt;
+  }
+
   std::optional<Error> unknown_keys(const std::set<std::string_view>& known) const {
     if (!table_) return std::nullopt;
     for (const auto& [key, node] : *table_) {
@@ -204,7 +220,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
 
   TableReader top(&root, path, "", 1);
   ATTUNE_TRY(top.unknown_keys({"name", "cluster", "workload", "baseline", "policy", "budget", "run",
-                               "band", "tuner", "seeds", "local"}));
+                               "band", "tuner", "seeds", "local", "slurm"}));
   ATTUNE_TRY(top.text("name", spec.name, true));
   if (!is_valid_campaign_name(spec.name)) {
     return top.wrong(*root.get("name"), "name", "1-48 characters of [A-Za-z0-9._-]",
@@ -346,6 +362,34 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   ATTUNE_TRY(j.unknown_keys({"job", "seconds_per_step"}));
   ATTUNE_TRY(j.text("job", spec.job_template, spec.launcher == "local"));
   ATTUNE_TRY(j.fraction("seconds_per_step", spec.expected_seconds_per_step, 0.0, 1e6));
+
+  const toml::table* slurm = nullptr;
+  ATTUNE_TRY(section("slurm", spec.launcher == "slurm", slurm));
+  TableReader u(slurm, path, "slurm", slurm ? static_cast<int>(slurm->source().begin.line) : 1);
+  ATTUNE_TRY(u.unknown_keys({"template", "partition", "gpus_per_node", "sbatch_args",
+                             "poll_seconds", "start_limit_seconds", "log_silence_seconds",
+                             "seconds_per_step", "bin_dir", "work_dir"}));
+  ATTUNE_TRY(u.text("template", spec.slurm.template_path, spec.launcher == "slurm"));
+  ATTUNE_TRY(u.text("partition", spec.slurm.partition, false));
+  ATTUNE_TRY(u.count("gpus_per_node", spec.slurm.gpus_per_node, false, 1, 1024));
+  ATTUNE_TRY(u.texts("sbatch_args", spec.slurm.sbatch_args));
+  ATTUNE_TRY(u.fraction("poll_seconds", spec.slurm.poll_seconds, 0.05, 3600.0));
+  ATTUNE_TRY(u.fraction("start_limit_seconds", spec.slurm.start_limit_seconds, 1.0, 30.0 * 86400));
+  ATTUNE_TRY(u.fraction("log_silence_seconds", spec.slurm.log_silence_seconds, 0.0, 7.0 * 86400));
+  ATTUNE_TRY(u.text("bin_dir", spec.slurm.bin_dir, false));
+  ATTUNE_TRY(u.text("work_dir", spec.slurm.work_dir, false));
+  if (spec.launcher == "slurm") {
+    ATTUNE_TRY(u.fraction("seconds_per_step", spec.expected_seconds_per_step, 0.0, 1e6));
+    spec.slurm.template_path = resolve_relative(path, spec.slurm.template_path);
+    Result<std::string> job_template = read_file(spec.slurm.template_path, "the Slurm template");
+    if (!job_template.ok()) return make_error(job_template.error());
+    spec.job_template = std::move(job_template).value();
+    if (!spec.slurm.bin_dir.empty())
+      spec.slurm.bin_dir = resolve_relative(path, spec.slurm.bin_dir);
+    if (!spec.slurm.work_dir.empty()) {
+      spec.slurm.work_dir = resolve_relative(path, spec.slurm.work_dir);
+    }
+  }
 
   const toml::table* seeds = nullptr;
   ATTUNE_TRY(section("seeds", false, seeds));

@@ -50,10 +50,28 @@ struct CampaignSpec {
   double band_floor_fraction = 0.03;
   double band_k = 3.0;
 
-  std::string job_template;                // [local] job: the local launcher's command line
-  double expected_seconds_per_step = 1.0;  // [local] seconds_per_step: for admission estimates
+  // The launcher's job template: [local] job (a command line), or the text of the [slurm]
+  // template file (an sbatch script); and the pace of admission estimates ([local] or [slurm]
+  // seconds_per_step).
+  std::string job_template;
+  double expected_seconds_per_step = 1.0;
 
-  std::string tuner = "random";
+  // [slurm]: how the Slurm launcher submits and watches jobs (paths resolved against the
+  // campaign file's folder).
+  struct Slurm {
+    std::string template_path;  // template: the user's sbatch launch template
+    std::string partition;
+    std::uint32_t gpus_per_node = 8;
+    std::vector<std::string> sbatch_args;        // more sbatch options, e.g. ["--account=llm"]
+    double poll_seconds = 10.0;                  // one squeue sweep per interval
+    double start_limit_seconds = 24.0 * 3600.0;  // a job pending longer is cancelled
+    double log_silence_seconds = 0.0;  // a log silent longer is a hang; 0: hang_timeout_minutes
+    std::string bin_dir;               // where sbatch, squeue, ... are; empty: PATH
+    std::string work_dir;              // scripts and logs; empty: beside the ledger
+  };
+  Slurm slurm;
+
+  std::string tuner = "expert";
   std::string tuner_options_toml;  // the [tuner] table as TOML text, for the tuner to read
 
   std::uint64_t seed = 1;

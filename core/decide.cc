@@ -81,6 +81,7 @@ Result<std::vector<Body>> decide_propose(const ControlState& state, const Propos
   proposed.profile = command.profile;
   proposed.retry_of_run_id = command.retry_of_run_id;
   proposed.check_of_run_id = command.check_of_run_id;
+  proposed.parent_run_id = command.parent_run_id;
 
   std::vector<Body> events;
   events.push_back(proposed);
@@ -131,11 +132,16 @@ Result<std::vector<Body>> decide_propose(const ControlState& state, const Propos
       if (!parent.ok()) return make_error(parent.error());
       const std::vector<Lever> levers =
           levers_of(classified_diff(context.policy, parent.value(), command.recipe));
+      // The ledger records the levers against the parent, so a reader can check rule 2.
+      std::get<CandidateProposed>(events.front()).levers = levers;
       if (levers.empty()) {
         return refuse(RefusalReason::kInvalid, "changes nothing against its parent run " +
                                                    std::to_string(command.parent_run_id));
       }
-      if (levers.size() > 1) {
+      // Rule 2 binds the diagnosis-driven tuners; a black-box search draws whole configurations
+      // from its frozen space, as the paper's baselines did.
+      const bool black_box = settings.tuner == "tpe";
+      if (levers.size() > 1 && !black_box) {
         std::vector<std::string> names;
         for (const Lever& lever : levers) names.push_back(lever.name);
         return refuse(RefusalReason::kMultipleLevers,

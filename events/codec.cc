@@ -377,6 +377,7 @@ void write(const CandidateProposed& value, BodyBuilder body) {
   out.setProfile(value.profile);
   out.setRetryOfRunId(value.retry_of_run_id);
   out.setCheckOfRunId(value.check_of_run_id);
+  out.setParentRunId(value.parent_run_id);
 }
 
 void write(const LaunchRefused& value, BodyBuilder body) {
@@ -695,6 +696,7 @@ CandidateProposed read(wire::CandidateProposed::Reader in, Problems& problems) {
   value.profile = in.getProfile();
   value.retry_of_run_id = in.getRetryOfRunId();
   value.check_of_run_id = in.getCheckOfRunId();
+  value.parent_run_id = in.getParentRunId();
   return value;
 }
 

@@ -122,11 +122,12 @@ struct CandidateProposed {
   std::string recipe;               // canonical text of the full candidate recipe
   std::string recipe_hash;          // hex SHA-256 of recipe
   std::vector<SettingChange> diff;  // against the baseline
-  std::vector<Lever> levers;
+  std::vector<Lever> levers;        // search: against the parent run; otherwise the baseline
   Hypothesis hypothesis;
   bool profile = false;       // run with profiling (3 extra steps, one traced rank per stage)
   RunId retry_of_run_id = 0;  // set for an infrastructure retry
   RunId check_of_run_id = 0;  // set for a correctness check run
+  RunId parent_run_id = 0;    // the run whose recipe it changes (0 = the baseline)
 
   friend bool operator==(const CandidateProposed&, const CandidateProposed&) = default;
 };

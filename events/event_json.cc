@@ -104,7 +104,8 @@ json fields(const CandidateProposed& value) {
           {"hypothesis", fields(value.hypothesis)},
           {"profile", value.profile},
           {"retry_of_run_id", value.retry_of_run_id},
-          {"check_of_run_id", value.check_of_run_id}};
+          {"check_of_run_id", value.check_of_run_id},
+          {"parent_run_id", value.parent_run_id}};
 }
 
 json fields(const LaunchRefused& value) {

@@ -86,6 +86,7 @@ struct CandidateProposed {
   profile @7 :Bool;
   retryOfRunId @8 :UInt32;
   checkOfRunId @9 :UInt32;
+  parentRunId @10 :UInt32;  # the run whose recipe the candidate changes (0 = the baseline)
 }
 
 struct LaunchRefused {

@@ -21,7 +21,9 @@ PACKAGES=(
   librocksdb-dev capnproto libcapnp-dev libboost-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
-  libssl-dev zlib1g-dev
+  libssl-dev zlib1g-dev libdeflate-dev python3 python3-optuna
+  clang libclang-rt-14-dev
+  slurmctld slurmd slurm-client munge
 )
 
 as_root() {

@@ -79,7 +79,8 @@ std::vector<Body> sample_bodies() {
           sample_hypothesis(),
           true,
           11,
-          12},
+          12,
+          3},
       LaunchRefused{8, RefusalReason::kMultipleLevers, "touches 2 levers: " + kUnicode},
       LaunchAdmitted{
           9, 13, RunPurpose::kRetry, 16, 14, 2.75, {"node-a", "node-ü"}, "attune-c1-r13"},
@@ -346,6 +347,7 @@ TEST(ChainHash, ChangesWhenAnySingleFieldChanges) {
            {"profile", [&](Envelope& e) { candidate(e).profile = false; }},
            {"retry_of_run_id", [&](Envelope& e) { candidate(e).retry_of_run_id = 0; }},
            {"check_of_run_id", [&](Envelope& e) { candidate(e).check_of_run_id = 11; }},
+           {"parent_run_id", [&](Envelope& e) { candidate(e).parent_run_id = 5; }},
        }},
       {sample_bodies()[12],
        {
@@ -516,8 +518,9 @@ TEST(EventJson, HasEnvelopeKeysAndBodyFields) {
   EXPECT_EQ(json.at("type"), "CandidateProposed");
 
   const nlohmann::json& body = json.at("body");
-  EXPECT_EQ(body.size(), 10U);
+  EXPECT_EQ(body.size(), 11U);
   EXPECT_EQ(body.at("proposal_id"), 7);
+  EXPECT_EQ(body.at("parent_run_id"), 3);
   EXPECT_EQ(body.at("purpose"), "check");
   EXPECT_EQ(body.at("recipe_hash"), "0123abcd");
   EXPECT_EQ(body.at("profile"), true);
@@ -618,7 +621,8 @@ rc::Gen<CandidateProposed> gen_candidate_proposed() {
                                               rc::gen::set(&Hypothesis::mechanism),
                                               rc::gen::set(&Hypothesis::expected_gain_fraction))),
       rc::gen::set(&CandidateProposed::profile), rc::gen::set(&CandidateProposed::retry_of_run_id),
-      rc::gen::set(&CandidateProposed::check_of_run_id));
+      rc::gen::set(&CandidateProposed::check_of_run_id),
+      rc::gen::set(&CandidateProposed::parent_run_id));
 }
 
 rc::Gen<RunMeasured> gen_run_measured() {

@@ -1,20 +1,27 @@
 // `attune campaign run` and `attune campaign resume`: the main job, on the embedded default
-// (the simulated cluster on a virtual clock, and a local RocksDB ledger).
+// (the simulated cluster on a virtual clock, and a local RocksDB ledger), on local processes, or
+// on a Slurm cluster.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "adapters/launcher/local_launcher.h"
 #include "adapters/launcher/sim_launcher.h"
+#include "adapters/launcher/slurm/slurm_launcher.h"
 #include "adapters/metrics/log_metrics_source.h"
+#include "adapters/profiler/kineto_trace_analyzer.h"
 #include "adapters/simulator/sim_job.h"
 #include "adapters/simulator/world.h"
+#include "adapters/tuner/expert_tuner.h"
 #include "adapters/tuner/random_tuner.h"
+#include "adapters/tuner/tpe_tuner.h"
 #include "core/campaign_file.h"
 #include "core/runtime.h"
 #include "core/text_file.h"
@@ -22,6 +29,7 @@
 #include "gate/policy.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
+#include "tools/attune/campaign_runner.h"
 #include "tools/attune/cli.h"
 
 namespace attune::cli {
@@ -56,8 +64,33 @@ Result<Policy> load_policy(const CampaignOpened& opened) {
   return parse_policy(bytes.value(), opened.policy_path);
 }
 
+// The Slurm launcher's folder in the ledger, and the record of its options there: `campaign
+// resume` watches the jobs the way `campaign run` started them.
+std::string slurm_jobs_dir(const std::string& campaign_id) {
+  return (fs::path("slurm-jobs") / campaign_id).string();
+}
+std::string slurm_options_path(const std::string& db, const std::string& campaign_id) {
+  return (fs::path(db) / slurm_jobs_dir(campaign_id) / "options.json").string();
+}
+
+SlurmLauncherOptions slurm_options_of(const CampaignSpec& spec) {
+  SlurmLauncherOptions options;
+  options.job_template = spec.job_template;
+  options.partition = spec.slurm.partition;
+  options.gpus_per_node = spec.slurm.gpus_per_node;
+  options.sbatch_args = spec.slurm.sbatch_args;
+  options.poll_interval_s = spec.slurm.poll_seconds;
+  options.start_limit_s = spec.slurm.start_limit_seconds;
+  options.log_silence_s = spec.slurm.log_silence_seconds;
+  options.expected_seconds_per_step = spec.expected_seconds_per_step;
+  options.bin_dir = spec.slurm.bin_dir;
+  options.work_dir = spec.slurm.work_dir;
+  return options;
+}
+
 // Everything a campaign runs on, built from its CampaignOpened: the simulated cluster on a
-// virtual clock, or local processes in real time.
+// virtual clock, local processes in real time, or Slurm jobs in real time (`slurm`: the
+// launcher's options, required for a Slurm campaign).
 struct Campaign {
   sim::Workload workload;
   std::unique_ptr<sim::World> world;
@@ -70,10 +103,12 @@ struct Campaign {
 };
 
 Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string& db,
-                                const std::string& campaign_id, std::int64_t start_unix_ns) {
-  if (opened.launcher != "sim" && opened.launcher != "local") {
+                                const std::string& campaign_id, std::int64_t start_unix_ns,
+                                const SlurmLauncherOptions* slurm) {
+  if (opened.launcher != "sim" && opened.launcher != "local" && opened.launcher != "slurm") {
     return make_error("launcher '" + opened.launcher +
-                      "' is not available in this build; use launcher = \"sim\" or \"local\"");
+                      "' is not available in this build; use launcher = \"sim\", \"local\" or "
+                      "\"slurm\"");
   }
   Campaign campaign;
   auto precision = sim::parse_precision(opened.precision);
@@ -99,6 +134,13 @@ Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string&
                                         (fs::path("local-jobs") / campaign_id).string(), local);
     if (!launcher.ok()) return make_error(launcher.error());
     campaign.launcher = std::move(launcher).value();
+  } else if (opened.launcher == "slurm") {
+    assert(slurm != nullptr);
+    campaign.scheduler = make_asio_scheduler();
+    auto launcher =
+        SlurmLauncher::open(*campaign.scheduler, db, slurm_jobs_dir(campaign_id), *slurm);
+    if (!launcher.ok()) return make_error(launcher.error());
+    campaign.launcher = std::move(launcher).value();
   } else {
     sim::WorldConfig config;
     config.reality_seed = opened.reality_seed;
@@ -116,8 +158,14 @@ Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string&
   }
   if (opened.tuner == "random") {
     campaign.tuner = std::make_unique<RandomTuner>(campaign.workload, opened.seed);
+  } else if (opened.tuner == "tpe") {
+    campaign.tuner = std::make_unique<TpeTuner>(campaign.workload, opened.seed);
+  } else if (opened.tuner == "expert") {
+    campaign.tuner =
+        std::make_unique<ExpertTuner>(campaign.workload, campaign.policy, builtin_lever_catalog());
   } else {
-    return make_error("tuner '" + opened.tuner + "' is not available in this build; use random");
+    return make_error("tuner '" + opened.tuner +
+                      "' is not available in this build; use expert, tpe or random");
   }
   return campaign;
 }
@@ -203,14 +251,48 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
   return kExitOk;
 }
 
-RuntimeOptions runtime_options(bool json) {
+RuntimeOptions runtime_options(bool json, const TraceAnalyzer& trace_analyzer) {
   RuntimeOptions options;
+  options.trace_analyzer = &trace_analyzer;
   options.crash_after_event = crash_after_event_from_environment();
   if (!json) {
     options.progress = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
   }
   return options;
 }
+
+}  // namespace
+
+Result<ControlState> run_campaign_quietly(const CampaignSpec& spec, const std::string& db) {
+  const std::string campaign_id = campaign_id_for(spec);
+  const CampaignOpened opened = campaign_opened(spec);
+  if (opened.launcher != "sim") {
+    return make_error(
+        "only campaigns on the simulated cluster (launcher = \"sim\") can be run "
+        "in process; this one uses '" +
+        opened.launcher + "'");
+  }
+  auto campaign = build_campaign(opened, db, campaign_id, sim::kVirtualStartUnixNs, nullptr);
+  if (!campaign.ok()) return make_error(campaign.error());
+  auto store = EventStore::open(db);
+  if (!store.ok()) return make_error(store.error());
+  auto version = (*store)->version(campaign_id);
+  if (!version.ok()) return make_error(version.error());
+  if (version.value() != 0) return make_error("campaign " + campaign_id + " already in " + db);
+  const profiler::KinetoTraceAnalyzer trace_analyzer(db);
+  RuntimeOptions options;
+  options.trace_analyzer = &trace_analyzer;
+  CampaignRuntime runtime(**store, campaign_id, campaign->policy, campaign->baseline,
+                          *campaign->scheduler, *campaign->launcher, campaign->metrics,
+                          *campaign->tuner, options);
+  Status opened_status = runtime.open(opened);
+  if (!opened_status.ok()) return make_error(opened_status.error());
+  Status ran = runtime.run();
+  if (!ran.ok()) return make_error("campaign " + campaign_id + ": " + ran.error());
+  return runtime.state();
+}
+
+namespace {
 
 int run_campaign(const RunOptions& options) {
   auto spec = parse_campaign_file(options.campaign_file);
@@ -223,7 +305,8 @@ int run_campaign(const RunOptions& options) {
   const std::string campaign_id = campaign_id_for(spec.value());
   const CampaignOpened opened = campaign_opened(spec.value());
   // Everything is checked before the ledger is touched: bad input changes nothing.
-  auto campaign = build_campaign(opened, options.db, campaign_id, sim::kVirtualStartUnixNs);
+  const SlurmLauncherOptions slurm = slurm_options_of(spec.value());
+  auto campaign = build_campaign(opened, options.db, campaign_id, sim::kVirtualStartUnixNs, &slurm);
 
   if (!campaign.ok()) return fail(options.campaign_file + ": " + campaign.error());
 
@@ -236,9 +319,14 @@ int run_campaign(const RunOptions& options) {
                 "; continue it with: attune campaign resume --db " + options.db + " --campaign " +
                 campaign_id);
   }
+  if (opened.launcher == "slurm") {
+    Status saved = save_slurm_options(slurm_options_path(options.db, campaign_id), slurm);
+    if (!saved.ok()) return fail(saved.error());
+  }
+  const profiler::KinetoTraceAnalyzer trace_analyzer(options.db);
   CampaignRuntime runtime(**store, campaign_id, campaign->policy, campaign->baseline,
                           *campaign->scheduler, *campaign->launcher, campaign->metrics,
-                          *campaign->tuner, runtime_options(options.json));
+                          *campaign->tuner, runtime_options(options.json, trace_analyzer));
   if (!options.json) {
     std::cout << "campaign " << campaign_id << ": " << opened.model << " on " << opened.gpu_count
               << " x " << opened.hardware << ", tuner " << opened.tuner << ", ledger " << options.db
@@ -271,12 +359,22 @@ int resume_campaign(const ResumeOptions& options) {
   auto version = store->version(options.campaign);
   auto last = store->read(options.campaign, version.value(), version.value());
   if (!last.ok() || last->empty()) return fail("cannot read the last event of " + options.campaign);
-  auto campaign =
-      build_campaign(*opened, options.db, options.campaign, last->back().recorded_at_unix_ns);
+  std::optional<SlurmLauncherOptions> slurm;
+  if (opened->launcher == "slurm") {
+    auto loaded = load_slurm_options(slurm_options_path(options.db, options.campaign));
+    if (!loaded.ok()) return fail(loaded.error());
+    // The ledger's record of the template and the pace is the campaign's.
+    loaded->job_template = opened->job_template;
+    loaded->expected_seconds_per_step = opened->expected_seconds_per_step;
+    slurm = std::move(loaded).value();
+  }
+  auto campaign = build_campaign(*opened, options.db, options.campaign,
+                                 last->back().recorded_at_unix_ns, slurm ? &*slurm : nullptr);
   if (!campaign.ok()) return fail(campaign.error());
+  const profiler::KinetoTraceAnalyzer trace_analyzer(options.db);
   CampaignRuntime runtime(*store, options.campaign, campaign->policy, campaign->baseline,
                           *campaign->scheduler, *campaign->launcher, campaign->metrics,
-                          *campaign->tuner, runtime_options(options.json));
+                          *campaign->tuner, runtime_options(options.json, trace_analyzer));
   Status resumed = runtime.resume();
   if (!resumed.ok()) return fail(resumed.error());
   if (!options.json) {

@@ -38,6 +38,8 @@ void add_campaign_commands(CLI::App& app, int& exit_code);  // campaign run
 void add_gate_commands(CLI::App& app, int& exit_code);      // gate converge
 void add_metrics_command(CLI::App& app, int& exit_code);    // metrics LOG
 void add_sim_commands(CLI::App& app, int& exit_code);       // sim predict, sim sweep
+void add_trace_commands(CLI::App& app, int& exit_code);
+void add_compare_command(CLI::App& app, int& exit_code);  // compare     // trace breakdown
 // Adds `check` (layer 1: the configuration check) to the `gate` subcommand.
 void add_gate_check_command(CLI::App& gate, int& exit_code);
 

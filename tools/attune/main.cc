@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   attune::cli::add_gate_commands(app, exit_code);
   attune::cli::add_sim_commands(app, exit_code);
   attune::cli::add_metrics_command(app, exit_code);
+  attune::cli::add_trace_commands(app, exit_code);
+  attune::cli::add_compare_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,664 @@
+#include "adapters/tuner/expert_tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "adapters/simulator/layout.h"
+#include "adapters/simulator/performance_model.h"
+#include "adapters/simulator/sweep.h"
+#include "core/lever_groups.h"
+#include "gate/config_check.h"
+
+namespace attune {
+namespace {
+
+constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any observation
+constexpr double kOomPlanDiscount = 0.8;   // a layout that needs a rule-5 retry: two launches
+constexpr double kOffDiagnosisConfidence = 0.6;
+constexpr double kUnclearBottleneckRatio = 0.8;  // second cost within this of the first
+constexpr int kLayoutCandidatesMax = 60;
+
+struct Candidate {
+  Recipe recipe;
+  RunId parent = 0;
+  std::string lever;  // the catalog lever's name
+  std::string set;    // the lever group it changes
+  std::string mechanism;
+  double expected_gain = 0;       // over the parent, by the estimator
+  double score = 0;               // expected gain x confidence
+  bool needs_retry = false;       // rule 5: expected to run out of memory, then retried
+  std::string rule;               // which rule put it forward
+  std::set<std::string> degrees;  // parallel degrees it changes: TP PP EP CP DP
+};
+
+std::string percent(double fraction) {
+  std::ostringstream out;
+  out.precision(fraction < 0.1 && fraction > -0.1 ? 2 : 3);
+  out << fraction * 100 << "%";
+  return out.str();
+}
+
+bool expert_group_crosses_domain(const sim::Workload& w, const sim::ResolvedLayout& r) {
+  const int etp = r.layout.etp > 0 ? r.layout.etp : r.layout.tp;
+  return w.model.num_experts > 0 && r.layout.ep * etp > w.hardware.nvlink_domain_gpus;
+}
+
+std::optional<sim::ResolvedLayout> resolved_of(const sim::Workload& w, const Recipe& recipe) {
+  auto layout = sim::decode_layout(w, recipe);
+  if (!layout.ok()) return std::nullopt;
+  auto resolved = sim::resolve_layout(w, layout.value());
+  if (!resolved.ok()) return std::nullopt;
+  return resolved.value();
+}
+
+std::set<std::string> changed_degrees(const sim::ResolvedLayout& a, const sim::ResolvedLayout& b) {
+  std::set<std::string> out;
+  if (a.layout.tp != b.layout.tp) out.insert("TP");
+  if (a.layout.pp != b.layout.pp) out.insert("PP");
+  if (a.layout.ep != b.layout.ep) out.insert("EP");
+  if (a.layout.cp != b.layout.cp) out.insert("CP");
+  if (a.dp != b.dp) out.insert("DP");
+  return out;
+}
+
+// The catalog lever that names a layout change best.
+std::string layout_lever_name(const sim::Workload& w, const sim::ResolvedLayout& from,
+                              const sim::ResolvedLayout& to) {
+  if (expert_group_crosses_domain(w, from) && !expert_group_crosses_domain(w, to)) {
+    return "expert-parallel-inside-node";
+  }
+  if (to.layout.tp < from.layout.tp && to.layout.pp > from.layout.pp) {
+    return "fewer-tensor-parallel-deeper-pipeline";
+  }
+  if (to.layout.cp != from.layout.cp) return "context-parallel";
+  const std::set<std::string> degrees = changed_degrees(from, to);
+  if (degrees.empty()) {
+    if (to.vp != from.vp) return "virtual-pipeline-stages";
+    return "uneven-end-stages";
+  }
+  if (degrees.contains("EP") && !degrees.contains("TP") && !degrees.contains("PP")) {
+    return "expert-parallel-inside-node";
+  }
+  return "data-parallel-width";
+}
+
+const CatalogLever* find_lever(const LeverCatalog& catalog, const std::string& name) {
+  for (const CatalogLever& lever : catalog.levers) {
+    if (lever.name == name) return &lever;
+  }
+  return nullptr;
+}
+
+bool helps_against(const CatalogLever& lever, const std::string& tag) {
+  for (const std::string& when : lever.helps_when) {
+    if (when == tag || (tag == "ep_a2a_cross_node" && when == "ep_a2a")) return true;
+  }
+  return false;
+}
+
+ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const Recipe& recipe) {
+  const sim::Prediction p = sim::predict(w, recipe);
+  ExpertDiagnosis d;
+  if (!p.valid) {
+    d.tag = "invalid";
+    d.text = "the estimator cannot read the leader's layout: " + p.error;
+    return d;
+  }
+  auto resolved = resolved_of(w, recipe);
+  const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
+  const sim::Layout* layout = resolved ? &resolved->layout : nullptr;
+  const sim::Breakdown& b = p.breakdown;
+  std::vector<std::pair<double, std::string>> costs = {
+      {b.ep_a2a_s, cross ? "ep_a2a_cross_node" : "ep_a2a"},
+      {b.tp_comm_s, "tp_comm"},
+      {b.cp_comm_s, "cp_comm"},
+      {b.pp_p2p_s, "pp_p2p"},
+      {b.bubble_s, "bubble"},
+      {b.dp_comm_s, "dp_comm"},
+      {b.optimizer_s, layout && layout->optimizer_cpu_offload ? "optimizer_offload" : "optimizer"},
+      {b.recompute_s, "recompute"},
+      {b.host_s, "host"},
+  };
+  std::stable_sort(costs.begin(), costs.end(),
+                   [](const auto& a, const auto& c) { return a.first > c.first; });
+  const double step = std::max(p.step_time_s, 1e-12);
+  if (costs[0].first < 0.05 * step) {
+    d.tag = "compute";
+    d.text = "compute-bound: no exposed cost above 5% of the step (estimate)";
+    return d;
+  }
+  d.tag = costs[0].second;
+  d.text = costs[0].second + " " + percent(costs[0].first / step) + " of the step on stage " +
+           std::to_string(p.critical_stage) + ", then " + costs[1].second + " " +
+           percent(costs[1].first / step) + " (estimate)";
+  if (costs[1].first > kUnclearBottleneckRatio * costs[0].first) d.text += "; unclear";
+  return d;
+}
+
+std::optional<ExpertDiagnosis> diagnose_profile(const sim::Workload& w, const Recipe& recipe,
+                                                const ProfileAnalyzed& profile) {
+  if (profile.stages.empty()) return std::nullopt;
+  const StageBreakdown* slowest = &profile.stages.front();
+  for (const StageBreakdown& stage : profile.stages) {
+    if (stage.stage == profile.slowest_stage) slowest = &stage;
+  }
+  auto resolved = resolved_of(w, recipe);
+  const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
+  std::vector<std::pair<double, std::string>> costs;
+  for (const CommTime& comm : slowest->exposed_comm) {
+    std::string tag = comm.kind;
+    if (tag == "ep_a2a" && cross) tag = "ep_a2a_cross_node";
+    if (tag == "tp") tag = "tp_comm";
+    if (tag == "dp") tag = "dp_comm";
+    if (tag == "cp") tag = "cp_comm";
+    if (tag == "unknown") continue;
+    costs.emplace_back(comm.exposed_ms, tag);
+  }
+  costs.emplace_back(slowest->host_bound_ms, "host");
+  if (resolved && resolved->layout.pp > 1) costs.emplace_back(slowest->idle_ms, "bubble");
+  std::stable_sort(costs.begin(), costs.end(),
+                   [](const auto& a, const auto& c) { return a.first > c.first; });
+  ExpertDiagnosis d;
+  d.from_profile = true;
+  const double step = std::max(slowest->step_ms, 1e-9);
+  if (costs.empty() || costs[0].first < 0.05 * step) {
+    d.tag = "compute";
+    d.text = "compute-bound on stage " + std::to_string(slowest->stage) + " (profile)";
+    return d;
+  }
+  d.tag = costs[0].second;
+  d.text = costs[0].second + " " + percent(costs[0].first / step) + " of the step on stage " +
+           std::to_string(slowest->stage) + " (profile)";
+  return d;
+}
+
+// What the campaign's measurements say of the estimator.
+struct Evidence {
+  double confidence = 1.0;  // 1 when measurements track the estimates
+  double memory_margin = kMemoryMarginMin;
+  std::string summary;
+};
+
+Evidence weigh_evidence(const sim::Workload& w, const ControlState& state, const Recipe& baseline) {
+  Evidence e;
+  std::vector<double> ratios;
+  for (const auto& [id, run] : state.runs) {
+    auto recipe = parse_recipe(run.recipe, "run");
+    const Recipe& r = run.recipe.empty() || !recipe.ok() ? baseline : recipe.value();
+    if (!run.measured && !(run.failed && run.failed->failure_class == FailureClass::kOom)) {
+      continue;
+    }
+    const sim::Prediction p = sim::predict(w, r);
+    if (!p.valid || p.tokens_per_s_per_gpu <= 0) continue;
+    if (run.measured) {
+      ratios.push_back(run.measured->tokens_per_sec_per_gpu / p.tokens_per_s_per_gpu);
+      const auto& peaks = run.measured->peak_memory_gib_by_stage;
+      if (!peaks.empty() && p.peak_memory_gib > 0) {
+        const double observed = *std::max_element(peaks.begin(), peaks.end());
+        e.memory_margin = std::max(e.memory_margin, observed / p.peak_memory_gib - 1);
+      }
+    } else if (p.peak_memory_gib > 0 && p.peak_memory_gib <= p.memory_capacity_gib) {
+      // Ran out of memory although the estimate fitted: the margin must cover it.
+      e.memory_margin =
+          std::max(e.memory_margin, p.memory_capacity_gib / p.peak_memory_gib - 1 + 0.02);
+    }
+  }
+  if (ratios.size() >= 2) {
+    std::vector<double> sorted = ratios;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    double spread = 0;
+    for (double r : ratios) spread = std::max(spread, std::abs(r / median - 1));
+    e.confidence = std::clamp(1.0 - 2 * spread, 0.3, 1.0);
+    e.summary = "measured/estimated throughput " + std::to_string(median).substr(0, 4) +
+                ", spread " + percent(spread);
+  }
+  return e;
+}
+
+bool fits(const sim::Prediction& p, double margin) {
+  return p.valid && p.peak_memory_gib * (1 + margin) <= p.memory_capacity_gib;
+}
+
+// `layout` with the parent's settings of every move but `move` (the move's own fields come from
+// `moved`).
+void copy_move_fields(sim::Layout& into, const sim::Layout& from, const std::string& move) {
+  if (move == "recompute") {
+    into.recompute = from.recompute;
+    into.recompute_method = from.recompute_method;
+    into.recompute_num_layers = from.recompute_num_layers;
+    into.recompute_modules = from.recompute_modules;
+  } else if (move == "dispatcher") {
+    into.dispatcher = from.dispatcher;
+    into.flex_backend = from.flex_backend;
+    into.moe_enable_deepep = from.moe_enable_deepep;
+  } else if (move == "optimizer-offload") {
+    into.optimizer_cpu_offload = from.optimizer_cpu_offload;
+    into.optimizer_offload_fraction = from.optimizer_offload_fraction;
+    into.overlap_cpu_optimizer_d2h_h2d = from.overlap_cpu_optimizer_d2h_h2d;
+  } else if (move == "cuda-graphs") {
+    into.cuda_graph = from.cuda_graph;
+    into.cuda_graph_modules = from.cuda_graph_modules;
+  } else if (move == "tp-comm-overlap") {
+    into.tp_comm_overlap = from.tp_comm_overlap;
+  } else if (move == "dp-overlap") {
+    into.overlap_grad_reduce = from.overlap_grad_reduce;
+    into.overlap_param_gather = from.overlap_param_gather;
+  } else if (move == "ep-overlap") {
+    into.ep_overlap = from.ep_overlap;
+  }
+}
+
+// The values a non-layout move can take from `parent`.
+std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::Layout& parent,
+                                     const std::string& move) {
+  std::vector<sim::Layout> out;
+  const bool moe = w.model.num_experts > 0;
+  auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
+  if (move == "recompute") {
+    sim::Layout none = parent;
+    none.recompute = sim::RecomputeGranularity::kNone;
+    none.recompute_method = sim::RecomputeMethod::kNone;
+    none.recompute_num_layers = 0;
+    sim::Layout selective = none;
+    selective.recompute = sim::RecomputeGranularity::kSelective;
+    selective.recompute_modules = sim::kRecomputeCoreAttn;
+    sim::Layout full = none;
+    full.recompute = sim::RecomputeGranularity::kFull;
+    full.recompute_method = sim::RecomputeMethod::kUniform;
+    full.recompute_num_layers = 1;
+    for (const sim::Layout& l : {none, selective, full}) {
+      if (l.recompute != parent.recompute) push(l);
+    }
+  } else if (move == "dispatcher" && moe) {
+    for (sim::Dispatcher d :
+         {sim::Dispatcher::kFlex, sim::Dispatcher::kAlltoall, sim::Dispatcher::kAllgather}) {
+      if (d == parent.dispatcher) continue;
+      sim::Layout l = parent;
+      l.dispatcher = d;
+      l.flex_backend = sim::FlexBackend::kDeepep;
+      push(l);
+    }
+  } else if (move == "optimizer-offload") {
+    if (parent.optimizer_cpu_offload) {
+      sim::Layout l = parent;
+      l.optimizer_cpu_offload = false;
+      l.optimizer_offload_fraction = 1.0;
+      l.overlap_cpu_optimizer_d2h_h2d = false;
+      push(l);
+    }
+  } else if (move == "cuda-graphs") {
+    if (parent.cuda_graph == sim::CudaGraphImpl::kNone) {
+      sim::Layout l = parent;
+      l.cuda_graph = sim::CudaGraphImpl::kLocal;
+      push(l);
+    }
+  } else if (move == "tp-comm-overlap") {
+    if (parent.tp > 1) {
+      sim::Layout l = parent;
+      l.tp_comm_overlap = !parent.tp_comm_overlap;
+      push(l);
+    }
+  } else if (move == "dp-overlap") {
+    // One flag at a time, in the order Megatron allows: the parameter all-gather overlap needs
+    // the gradient-reduce overlap (and the distributed optimizer).
+    sim::Layout l = parent;
+    if (parent.overlap_param_gather) {
+      l.overlap_param_gather = false;
+    } else if (parent.overlap_grad_reduce && parent.distributed_optimizer) {
+      sim::Layout on = parent;
+      on.overlap_param_gather = true;
+      push(on);
+      l.overlap_grad_reduce = false;
+    } else {
+      l.overlap_grad_reduce = !parent.overlap_grad_reduce;
+    }
+    push(l);
+  } else if (move == "ep-overlap" && moe && parent.ep > 1) {
+    sim::Layout l = parent;
+    l.ep_overlap = !parent.ep_overlap;
+    push(l);
+  }
+  return out;
+}
+
+struct Context {
+  const sim::Workload& w;
+  const Policy& policy;
+  const LeverCatalog& catalog;
+  const ControlState& state;
+  const Recipe& baseline;
+  std::set<std::string> seen;  // recipe hashes proposed or run
+  Evidence evidence;
+  ExpertDiagnosis diagnosis;
+};
+
+// A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
+// allowed by the policy, valid for Megatron. Fills recipe, parent, set; the caller scores it.
+std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, RunId parent,
+                                    Recipe recipe) {
+  const std::vector<std::string> levers =
+      LeverGroups::builtin().levers_of(diff_recipes(parent_recipe, recipe));
+  if (levers.size() != 1) return std::nullopt;  // rule 2
+  if (c.seen.contains(recipe_hash(recipe))) return std::nullopt;
+  if (!check_config(c.policy, c.baseline, recipe).allowed) return std::nullopt;  // rule 3
+  Candidate out;
+  out.recipe = std::move(recipe);
+  out.parent = parent;
+  out.set = levers.front();
+  return out;
+}
+
+double confidence_of(const Context& c, const CatalogLever* lever) {
+  const double prior =
+      lever != nullptr && helps_against(*lever, c.diagnosis.tag) ? 1.0 : kOffDiagnosisConfidence;
+  return prior * c.evidence.confidence;
+}
+
+// Every admissible single-lever candidate from `parent`, scored by the estimator.
+std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, RunId parent) {
+  std::vector<Candidate> out;
+  auto parent_resolved = resolved_of(c.w, parent_recipe);
+  const sim::Prediction parent_p = sim::predict(c.w, parent_recipe);
+  if (!parent_resolved || !parent_p.valid || parent_p.tokens_per_s_per_gpu <= 0) return out;
+  const double base = parent_p.tokens_per_s_per_gpu;
+  const sim::Layout& pl = parent_resolved->layout;
+  auto decoded_parent = sim::decode_layout(c.w, parent_recipe);
+  if (!decoded_parent.ok()) return out;
+
+  // Layouts: the parent's other settings kept (rule 5: no memory savings beyond the parent's).
+  sim::SweepOptions options;
+  options.top_k = kLayoutCandidatesMax;
+  options.vary_recompute = false;
+  options.vary_dispatcher = false;
+  options.vary_offload = false;
+  auto plain = sim::sweep(c.w, parent_recipe, options);
+  // Layouts that only fit with full recomputation: proposed as they are, expected to run out of
+  // memory, then retried with recomputation (rule 5).
+  sim::Layout with_full = decoded_parent.value();
+  with_full.recompute = sim::RecomputeGranularity::kFull;
+  with_full.recompute_method = sim::RecomputeMethod::kUniform;
+  with_full.recompute_num_layers = 1;
+  auto full_recipe = sim::apply_layout(parent_recipe, with_full);
+  Result<sim::SweepResult> saved = make_error("parent already recomputes fully");
+  if (full_recipe.ok() && pl.recompute != sim::RecomputeGranularity::kFull) {
+    saved = sim::sweep(c.w, full_recipe.value(), options);
+  }
+  auto add_layout = [&](const sim::SweepEntry& entry, bool needs_retry) {
+    sim::Layout layout = entry.layout.layout;
+    if (needs_retry) copy_move_fields(layout, decoded_parent.value(), "recompute");
+    auto recipe = sim::apply_layout(parent_recipe, layout);
+    if (!recipe.ok()) return;
+    auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
+    if (!cand) return;
+    const sim::Prediction p = sim::predict(c.w, cand->recipe);
+    if (!p.valid) return;  // infeasible: scores zero without a launch
+    if (!needs_retry && !fits(p, c.evidence.memory_margin)) return;
+    if (needs_retry && (fits(p, 0.0) || !fits(entry.prediction, c.evidence.memory_margin))) return;
+    auto to = resolved_of(c.w, cand->recipe);
+    if (!to) return;
+    cand->lever = layout_lever_name(c.w, *parent_resolved, *to);
+    cand->degrees = changed_degrees(*parent_resolved, *to);
+    const CatalogLever* lever = find_lever(c.catalog, cand->lever);
+    cand->mechanism = lever ? lever->mechanism : "parallel layout";
+    cand->expected_gain = entry.prediction.tokens_per_s_per_gpu / base - 1;
+    cand->needs_retry = needs_retry;
+    cand->score =
+        cand->expected_gain * confidence_of(c, lever) * (needs_retry ? kOomPlanDiscount : 1.0);
+    cand->rule = needs_retry ? "rule 5: expected out of memory at the parent's recomputation; "
+                               "a retry with full recomputation follows"
+                             : "";
+    out.push_back(std::move(*cand));
+  };
+  if (plain.ok()) {
+    for (const sim::SweepEntry& entry : plain->best) add_layout(entry, false);
+  }
+  if (saved.ok()) {
+    for (const sim::SweepEntry& entry : saved->best) add_layout(entry, true);
+  }
+
+  // Every other move of the catalog.
+  std::set<std::string> moves;
+  for (const CatalogLever& lever : c.catalog.levers) {
+    if (lever.move != "layout") moves.insert(lever.move);
+  }
+  for (const std::string& move : moves) {
+    const std::vector<const CatalogLever*> levers = c.catalog.of_move(move);
+    for (const sim::Layout& value : move_values(c.w, decoded_parent.value(), move)) {
+      auto recipe = sim::apply_layout(parent_recipe, value);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
+      if (!cand) continue;
+      const sim::Prediction p = sim::predict(c.w, cand->recipe);
+      if (!p.valid || !fits(p, c.evidence.memory_margin)) continue;
+      const CatalogLever* lever = levers.front();
+      cand->lever = lever->name;
+      cand->mechanism = lever->mechanism;
+      cand->expected_gain = p.tokens_per_s_per_gpu / base - 1;
+      cand->score = cand->expected_gain * confidence_of(c, lever);
+      out.push_back(std::move(*cand));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  return out;
+}
+
+Recipe recipe_of(const ControlState& state, RunId run_id, const Recipe& baseline) {
+  if (run_id == 0) return baseline;
+  const RunState* run = state.run(run_id);
+  if (run == nullptr) return baseline;
+  auto parsed = parse_recipe(run->recipe, "run " + std::to_string(run_id));
+  return parsed.ok() ? parsed.value() : baseline;
+}
+
+TunerProposal to_proposal(const Context& c, const Candidate& cand, const std::string& rules) {
+  TunerProposal proposal;
+  proposal.recipe = cand.recipe;
+  proposal.parent_run_id = cand.parent;
+  proposal.hypothesis.bottleneck = c.diagnosis.text;
+  std::string mechanism = cand.lever + ": " + cand.mechanism;
+  if (!cand.rule.empty()) mechanism += " [" + cand.rule + "]";
+  mechanism += " | " + rules;
+  proposal.hypothesis.mechanism = mechanism;
+  proposal.hypothesis.expected_gain_fraction = cand.expected_gain;
+  return proposal;
+}
+
+}  // namespace
+
+ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog catalog)
+    : workload_(std::move(workload)), policy_(std::move(policy)), catalog_(std::move(catalog)) {}
+
+TunerAnswer ExpertTuner::next(const TunerView& view) {
+  const ControlState& state = view.state;
+  Context c{workload_, policy_, catalog_, state, view.baseline, {}, {}, {}};
+  for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
+  c.seen.insert(recipe_hash(view.baseline));
+  c.evidence = weigh_evidence(workload_, state, view.baseline);
+  const double band = std::max(state.view.baseline_band.band_fraction, 0.01);
+
+  const RunId leader_id = state.view.leader.run_id;
+  const Recipe leader = recipe_of(state, leader_id, view.baseline);
+  const RunState* leader_run = state.run(leader_id);
+  std::optional<ExpertDiagnosis> profiled;
+  if (leader_run != nullptr && leader_run->profile_analyzed) {
+    profiled = diagnose_profile(workload_, leader, *leader_run->profile_analyzed);
+  }
+  c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, leader);
+
+  // What has been tried: levers per parent, parallel degrees probed, OOM runs and their retries.
+  const auto baseline_resolved = resolved_of(workload_, view.baseline);
+  std::set<std::string> probed;
+  std::map<RunId, std::set<std::string>> levers_tried_on;  // parent -> lever sets
+  std::set<RunId> retried;                                 // OOM runs with a rule-5 retry
+  std::vector<std::string> levers_tested;
+  for (const auto& [id, proposal] : state.proposals) {
+    if (proposal.purpose != RunPurpose::kSearch) continue;
+    for (const Lever& lever : proposal.levers) {
+      levers_tried_on[proposal.parent_run_id].insert(lever.name);
+      if (std::find(levers_tested.begin(), levers_tested.end(), lever.name) ==
+          levers_tested.end()) {
+        levers_tested.push_back(lever.name);
+      }
+    }
+    retried.insert(proposal.parent_run_id);
+    auto parsed = parse_recipe(proposal.recipe, "proposal");
+    if (parsed.ok() && baseline_resolved) {
+      if (auto r = resolved_of(workload_, parsed.value())) {
+        for (const std::string& degree : changed_degrees(*baseline_resolved, *r)) {
+          probed.insert(degree);
+        }
+      }
+    }
+  }
+  std::vector<std::string> degrees = {"TP", "PP", "CP", "DP"};
+  if (workload_.model.num_experts > 0) degrees.insert(degrees.begin() + 2, "EP");
+  std::string probed_text;
+  std::string unprobed;
+  for (const std::string& d : degrees) {
+    std::string& list = probed.contains(d) ? probed_text : unprobed;
+    list += (list.empty() ? "" : ",") + d;
+  }
+  const std::string rules = "rules: r4 degrees probed {" + probed_text + "} unprobed {" + unprobed +
+                            "}; memory margin " + percent(c.evidence.memory_margin) +
+                            "; estimator confidence " + percent(c.evidence.confidence);
+
+  // A run that hung after a change: overlapping communication streams can deadlock, so it is
+  // retried without the data-parallel gradient-reduce overlap before it is ruled out.
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.failed ||
+        run.failed->failure_class != FailureClass::kHang || retried.contains(id)) {
+      continue;
+    }
+    const Recipe hung = recipe_of(state, id, view.baseline);
+    auto layout = sim::decode_layout(workload_, hung);
+    if (!layout.ok() || !layout->overlap_grad_reduce) continue;
+    for (const sim::Layout& value : move_values(workload_, layout.value(), "dp-overlap")) {
+      if (value.overlap_param_gather && !layout->overlap_param_gather) continue;  // turns one on
+      auto recipe = sim::apply_layout(hung, value);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, hung, id, std::move(recipe).value());
+      if (!cand) continue;
+      const CatalogLever* lever = find_lever(catalog_, "data-parallel-overlap");
+      cand->lever = "data-parallel-overlap";
+      cand->mechanism = lever ? lever->mechanism : "data-parallel overlap";
+      cand->rule = "run " + std::to_string(id) +
+                   " hung; overlapping streams can deadlock, so it is retried with one "
+                   "data-parallel overlap fewer before it is ruled out";
+      return to_proposal(c, *cand, rules);
+    }
+  }
+
+  // Rule 5: a run that ran out of memory is retried with full recomputation first.
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.failed ||
+        run.failed->failure_class != FailureClass::kOom || retried.contains(id)) {
+      continue;
+    }
+    const Recipe oom = recipe_of(state, id, view.baseline);
+    auto layout = sim::decode_layout(workload_, oom);
+    if (!layout.ok() || layout->recompute == sim::RecomputeGranularity::kFull) continue;
+    for (const sim::Layout& value : move_values(workload_, layout.value(), "recompute")) {
+      if (value.recompute != sim::RecomputeGranularity::kFull) continue;
+      auto recipe = sim::apply_layout(oom, value);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, oom, id, std::move(recipe).value());
+      if (!cand) continue;
+      const sim::Prediction p = sim::predict(workload_, cand->recipe);
+      if (!p.valid) continue;
+      const sim::Prediction leader_p = sim::predict(workload_, leader);
+      cand->lever = "recompute";
+      const CatalogLever* lever = find_lever(catalog_, "recompute");
+      cand->mechanism = lever ? lever->mechanism : "recomputation";
+      cand->expected_gain =
+          leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
+      cand->rule = "rule 5: run " + std::to_string(id) +
+                   " ran out of memory; retried with full recomputation before it is ruled out";
+      return to_proposal(c, *cand, rules);
+    }
+  }
+
+  std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);
+  const bool unclear = c.diagnosis.text.find("unclear") != std::string::npos;
+  for (const Candidate& cand : ranked) {
+    if (cand.expected_gain <= 0.5 * band || cand.score <= 0) break;
+    TunerProposal proposal = to_proposal(c, cand, rules);
+    proposal.profile = unclear && (leader_run == nullptr || !leader_run->profile_analyzed);
+    return proposal;
+  }
+  // Nothing expected to clear the band. Wait for runs in flight: they may move the leader.
+  if (state.runs_in_flight() > 0) return TunerWait{};
+
+  // Rule 4: probe every parallel degree before the topology counts as exhausted.
+  for (const std::string& degree : degrees) {
+    if (probed.contains(degree)) continue;
+    for (const Candidate& cand : ranked) {
+      if (cand.set != "parallel-layout" || !cand.degrees.contains(degree)) continue;
+      Candidate probe = cand;
+      probe.rule = "rule 4: probing " + degree + " before the topology counts as exhausted";
+      return to_proposal(c, probe, rules);
+    }
+  }
+  // Rule 4: a lever counts as ruled out on the leader once a second value of it was measured.
+  for (const Candidate& cand : ranked) {
+    if (cand.set == "parallel-layout" || levers_tried_on[leader_id].contains(cand.set)) continue;
+    Candidate probe = cand;
+    probe.rule = "rule 4: a second value of " + cand.set + " on the leader";
+    return to_proposal(c, probe, rules);
+  }
+  // Rule 6: levers that won on an earlier layout, re-tested on the leader.
+  auto leader_layout = sim::decode_layout(workload_, leader);
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.measured || id == leader_id) continue;
+    auto proposal = state.proposals.find(run.proposal_id);
+    if (proposal == state.proposals.end() || proposal->second.levers.size() != 1) continue;
+    const std::string set = proposal->second.levers.front().name;
+    if (set == "parallel-layout") continue;
+    const RunState* parent = state.run(proposal->second.parent_run_id);
+    const double parent_tps = parent && parent->measured
+                                  ? parent->measured->tokens_per_sec_per_gpu
+                                  : state.view.baseline_band.mean_tokens_per_s_per_gpu;
+    if (run.measured->tokens_per_sec_per_gpu <= parent_tps * (1 + band)) continue;
+    auto winner_layout = sim::decode_layout(workload_, recipe_of(state, id, view.baseline));
+    if (!winner_layout.ok() || !leader_layout.ok()) continue;
+    for (const CatalogLever& lever : catalog_.levers) {
+      if (lever.set != set || lever.move == "layout") continue;
+      sim::Layout moved = leader_layout.value();
+      copy_move_fields(moved, winner_layout.value(), lever.move);
+      auto recipe = sim::apply_layout(leader, moved);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, leader, leader_id, std::move(recipe).value());
+      if (!cand) continue;
+      const sim::Prediction p = sim::predict(workload_, cand->recipe);
+      if (!fits(p, c.evidence.memory_margin)) continue;
+      cand->lever = lever.name;
+      cand->mechanism = lever.mechanism;
+      cand->rule = "rule 6: " + set + " won on run " + std::to_string(id) +
+                   "'s layout; re-tested on the leader";
+      return to_proposal(c, *cand, rules);
+    }
+  }
+
+  TunerStop stop;
+  std::ostringstream evidence;
+  evidence << "leader run " << leader_id << " at " << percent(state.view.leader.gain_fraction)
+           << " over the baseline; no single-lever candidate is expected to clear the band ("
+           << percent(band) << ")";
+  if (!ranked.empty()) {
+    evidence << "; best remaining " << ranked.front().lever << " expected "
+             << percent(ranked.front().expected_gain);
+  }
+  evidence << "; " << rules;
+  if (!c.evidence.summary.empty()) evidence << "; " << c.evidence.summary;
+  stop.evidence = evidence.str();
+  stop.levers_tested = levers_tested;
+  stop.last_diagnosis = c.diagnosis.text;
+  return stop;
+}
+
+}  // namespace attune

@@ -1,0 +1,57 @@
+// ExpertTuner: the diagnosis-driven default tuner.
+//
+// Each answer starts from a diagnosis of the leader: the largest exposed cost of its last
+// profile when it has one, else of the estimator's breakdown (the clean performance model, which
+// the world does not follow exactly). Candidates come from the lever catalog's moves applied to
+// the leader, one lever or one coupled set each; the estimator ranks them by expected gain,
+// weighted by confidence (higher when the catalog says the lever helps against the diagnosed
+// bottleneck, lower as the campaign's measurements stray from the estimates), after a memory
+// pre-filter whose margin is learned from the campaign's observed peaks.
+//
+// The six search rules are enforced here, and every proposal's hypothesis names the rule state:
+//   1. every proposal carries a hypothesis (bottleneck, mechanism, expected gain);
+//   2. one lever or one coupled set per candidate (checked against the lever groups);
+//   3. flag classes come from the gate's classification: a candidate the policy's configuration
+//      check refuses is never proposed;
+//   4. a lever is ruled out only after two of its values were measured on the same recipe (the
+//      parent's and one more) or it has no other feasible value; the topology only after TP, PP,
+//      EP (MoE models), CP and DP were each probed;
+//   5. a new layout starts without memory savings beyond the parent's, and a layout that runs
+//      out of memory is retried with full recomputation before it is ruled out;
+//   6. once the layout stops changing, levers that won on earlier layouts are re-tested on the
+//      leader.
+// A stop records the leader, the levers tested and the last diagnosis.
+//
+// next() is a pure function of the view (the ledger's state), so a resumed campaign asks the
+// same questions and gets the same answers.
+#pragma once
+
+#include <string>
+
+#include "adapters/simulator/workload.h"
+#include "adapters/tuner/lever_catalog.h"
+#include "core/ports.h"
+#include "gate/policy.h"
+
+namespace attune {
+
+// Diagnosis of a recipe: the largest exposed cost's tag (see lever_catalog.toml) and one line.
+struct ExpertDiagnosis {
+  std::string tag;   // e.g. "ep_a2a_cross_node"
+  std::string text;  // e.g. "ep_a2a (cross-node) 49% of the step on stage 7 (estimate)"
+  bool from_profile = false;
+};
+
+class ExpertTuner final : public Tuner {
+ public:
+  ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog catalog);
+  std::string name() const override { return "expert"; }
+  TunerAnswer next(const TunerView& view) override;
+
+ private:
+  sim::Workload workload_;
+  Policy policy_;
+  LeverCatalog catalog_;
+};
+
+}  // namespace attune

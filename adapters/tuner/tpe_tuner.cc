@@ -1,0 +1,327 @@
+#include "adapters/tuner/tpe_tuner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "adapters/simulator/layout.h"
+#include "adapters/simulator/performance_model.h"
+
+extern char** environ;
+
+namespace attune {
+
+extern const char kTpeBridgePy[];
+extern const std::size_t kTpeBridgePy_size;
+
+using nlohmann::json;
+
+// The bridge process: started on first use, ended with the tuner.
+class TpeBridge {
+ public:
+  static Result<std::unique_ptr<TpeBridge>> start(const std::string& python) {
+    int to_child[2];
+    int from_child[2];
+    if (::pipe2(to_child, O_CLOEXEC) != 0) return make_error(std::strerror(errno));
+    if (::pipe2(from_child, O_CLOEXEC) != 0) {
+      ::close(to_child[0]);
+      ::close(to_child[1]);
+      return make_error(std::strerror(errno));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    const std::string script(kTpeBridgePy, kTpeBridgePy_size);
+    std::vector<std::string> args = {python, "-u", "-c", script};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    if (rc != 0) {
+      ::close(to_child[1]);
+      ::close(from_child[0]);
+      return make_error("cannot start " + python + ": " + std::strerror(rc));
+    }
+    auto bridge = std::unique_ptr<TpeBridge>(new TpeBridge());
+    bridge->pid_ = pid;
+    bridge->in_ = to_child[1];
+    bridge->out_ = from_child[0];
+    return bridge;
+  }
+
+  ~TpeBridge() {
+    ::close(in_);
+    ::close(out_);
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+
+  Result<json> call(const json& request) {
+    const std::string line = request.dump() + "\n";
+    std::size_t written = 0;
+    while (written < line.size()) {
+      const ssize_t n = ::write(in_, line.data() + written, line.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        return make_error("the TPE bridge stopped reading (is python3-optuna installed?)");
+      written += static_cast<std::size_t>(n);
+    }
+    std::string answer;
+    for (;;) {
+      const std::size_t newline = buffer_.find('\n');
+      if (newline != std::string::npos) {
+        answer = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        break;
+      }
+      char chunk[4096];
+      const ssize_t n = ::read(out_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return make_error("the TPE bridge exited (is python3-optuna installed?)");
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+    json parsed = json::parse(answer, nullptr, false);
+    if (parsed.is_discarded()) return make_error("the TPE bridge answered: " + answer);
+    if (parsed.contains("error")) {
+      return make_error("the TPE bridge failed: " + parsed["error"].get<std::string>());
+    }
+    return parsed;
+  }
+
+ private:
+  TpeBridge() = default;
+  pid_t pid_ = 0;
+  int in_ = -1;
+  int out_ = -1;
+  std::string buffer_;
+};
+
+namespace {
+
+const char* recompute_name(sim::RecomputeGranularity g) {
+  switch (g) {
+    case sim::RecomputeGranularity::kNone:
+      return "none";
+    case sim::RecomputeGranularity::kSelective:
+      return "selective";
+    case sim::RecomputeGranularity::kFull:
+      return "full";
+  }
+  return "none";
+}
+
+const char* dispatcher_name(sim::Dispatcher d) {
+  switch (d) {
+    case sim::Dispatcher::kAllgather:
+      return "allgather";
+    case sim::Dispatcher::kAlltoall:
+      return "alltoall";
+    case sim::Dispatcher::kFlex:
+      return "flex";
+  }
+  return "alltoall";
+}
+
+std::vector<int> powers_of_two(int limit) {
+  std::vector<int> out;
+  for (int v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+// The frozen space of objective-preserving knobs for this workload and baseline.
+json search_space(const sim::Workload& w, const sim::Layout& baseline) {
+  const bool moe = w.model.num_experts > 0;
+  json space;
+  space["tp"] = powers_of_two(std::max(1, std::min(8, w.hardware.nvlink_domain_gpus)));
+  space["pp"] = powers_of_two(std::min({32, w.gpus, w.model.num_layers}));
+  space["cp"] = std::vector<int>{1, 2};
+  space["vp"] = std::vector<int>{1, 2, 4};
+  space["recompute"] = std::vector<std::string>{"none", "selective", "full"};
+  if (moe) {
+    space["ep"] = powers_of_two(std::min({64, w.model.num_experts, w.gpus}));
+    space["dispatcher"] = std::vector<std::string>{"alltoall", "allgather", "flex"};
+  }
+  if (baseline.optimizer_cpu_offload) space["offload"] = std::vector<int>{0, 1};
+  return space;
+}
+
+// A layout's point in the space (the inverse of layout_at).
+json params_of(const sim::Workload& w, const sim::Layout& l, const json& space) {
+  json p;
+  p["tp"] = l.tp;
+  p["pp"] = l.pp;
+  p["cp"] = l.cp;
+  p["vp"] = std::max(1, l.virtual_stages);
+  p["recompute"] = recompute_name(l.recompute);
+  if (w.model.num_experts > 0) {
+    p["ep"] = l.ep;
+    p["dispatcher"] = dispatcher_name(l.dispatcher);
+  }
+  if (space.contains("offload")) p["offload"] = l.optimizer_cpu_offload ? 1 : 0;
+  return p;
+}
+
+// Whether every value of `p` is a choice of the space (a baseline outside it is not told).
+bool in_space(const json& p, const json& space) {
+  for (const auto& [name, choices] : space.items()) {
+    if (!p.contains(name)) return false;
+    bool found = false;
+    for (const json& choice : choices) found = found || choice == p[name];
+    if (!found) return false;
+  }
+  return true;
+}
+
+sim::Layout layout_at(const sim::Layout& baseline, const json& p) {
+  sim::Layout l = baseline;
+  l.tp = p["tp"].get<int>();
+  l.pp = p["pp"].get<int>();
+  l.cp = p["cp"].get<int>();
+  const int vp = p["vp"].get<int>();
+  l.virtual_stages = vp > 1 ? vp : 0;
+  l.layers_per_virtual_stage = 0;
+  l.sequence_parallel = l.tp > 1;
+  if (l.pp != baseline.pp) {
+    l.first_stage_layers_set = false;
+    l.last_stage_layers_set = false;
+    l.first_stage_layers = 0;
+    l.last_stage_layers = 0;
+  }
+  const std::string recompute = p["recompute"].get<std::string>();
+  l.recompute = recompute == "none"        ? sim::RecomputeGranularity::kNone
+                : recompute == "selective" ? sim::RecomputeGranularity::kSelective
+                                           : sim::RecomputeGranularity::kFull;
+  l.recompute_method =
+      recompute == "full" ? sim::RecomputeMethod::kUniform : sim::RecomputeMethod::kNone;
+  l.recompute_num_layers = recompute == "full" ? 1 : 0;
+  if (p.contains("ep")) {
+    l.ep = p["ep"].get<int>();
+    const std::string d = p["dispatcher"].get<std::string>();
+    l.dispatcher = d == "flex"        ? sim::Dispatcher::kFlex
+                   : d == "allgather" ? sim::Dispatcher::kAllgather
+                                      : sim::Dispatcher::kAlltoall;
+    l.flex_backend = sim::FlexBackend::kDeepep;
+  }
+  if (p.contains("offload")) l.optimizer_cpu_offload = p["offload"].get<int>() == 1;
+  return l;
+}
+
+}  // namespace
+
+TpeTuner::TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python)
+    : workload_(std::move(workload)), seed_(seed), python_(std::move(python)) {}
+
+TpeTuner::~TpeTuner() = default;
+
+TunerAnswer TpeTuner::next(const TunerView& view) {
+  const ControlState& state = view.state;
+  auto stop = [](const std::string& why) {
+    TunerStop s;
+    s.evidence = why;
+    s.last_diagnosis = "none (black-box search)";
+    return s;
+  };
+  auto baseline_layout = sim::decode_layout(workload_, view.baseline);
+  if (!baseline_layout.ok()) return stop("the baseline's layout: " + baseline_layout.error());
+  const json space = search_space(workload_, baseline_layout.value());
+
+  // The history, in proposal order: the baseline first, then every search proposal.
+  json history = json::array();
+  std::map<std::string, double> value_of_hash;  // recipe hash -> told value
+  const double baseline_value = state.view.baseline_band.mean_tokens_per_s_per_gpu;
+  const json baseline_params = params_of(workload_, baseline_layout.value(), space);
+  value_of_hash[recipe_hash(view.baseline)] = baseline_value;
+  if (in_space(baseline_params, space)) {
+    history.push_back({{"params", baseline_params}, {"value", baseline_value}});
+  }
+  std::map<ProposalId, const RunState*> run_of_proposal;
+  for (const auto& [id, run] : state.runs) run_of_proposal[run.proposal_id] = &run;
+  for (const auto& [id, proposal] : state.proposals) {
+    if (proposal.purpose != RunPurpose::kSearch) continue;
+    auto recipe = parse_recipe(proposal.recipe, "proposal");
+    if (!recipe.ok()) continue;
+    auto layout = sim::decode_layout(workload_, recipe.value());
+    if (!layout.ok()) continue;
+    const json params = params_of(workload_, layout.value(), space);
+    if (!in_space(params, space)) continue;
+    json value = nullptr;  // still running
+    auto run = run_of_proposal.find(id);
+    if (run == run_of_proposal.end()) {
+      value = 0.0;  // refused: scored zero
+    } else if (run->second->measured) {
+      value = run->second->measured->tokens_per_sec_per_gpu;
+    } else if (run->second->failed || run->second->charged) {
+      value = 0.0;  // any failure scores zero
+    }
+    if (!value.is_null()) value_of_hash[proposal.recipe_hash] = value.get<double>();
+    history.push_back({{"params", params}, {"value", value}});
+  }
+  std::set<std::string> proposed;
+  for (const auto& [id, proposal] : state.proposals) proposed.insert(proposal.recipe_hash);
+  proposed.insert(recipe_hash(view.baseline));
+
+  if (!bridge_) {
+    auto started = TpeBridge::start(python_);
+    if (!started.ok()) return stop(started.error());
+    bridge_ = std::move(started).value();
+  }
+  auto begun = bridge_->call({{"op", "begin"},
+                              {"seed", seed_},
+                              {"startup", kTpeStartupTrials},
+                              {"space", space},
+                              {"history", history}});
+  if (!begun.ok()) {
+    bridge_.reset();
+    return stop(begun.error());
+  }
+  for (int draw = 0; draw < kTpeDrawsPerAnswerMax; ++draw) {
+    auto asked = bridge_->call({{"op", "ask"}});
+    if (!asked.ok()) {
+      bridge_.reset();
+      return stop(asked.error());
+    }
+    const json params = (*asked)["params"];
+    double told = 0.0;  // infeasible: scored zero without a launch
+    auto candidate = sim::apply_layout(view.baseline, layout_at(baseline_layout.value(), params));
+    if (candidate.ok() && sim::predict(workload_, candidate.value()).valid) {
+      const std::string hash = recipe_hash(candidate.value());
+      if (!proposed.contains(hash)) {
+        TunerProposal proposal;
+        proposal.recipe = std::move(candidate).value();
+        proposal.parent_run_id = 0;
+        proposal.hypothesis.bottleneck = "unknown (black-box search)";
+        proposal.hypothesis.mechanism = "TPE draw " + params.dump();
+        proposal.hypothesis.expected_gain_fraction = 0.0;
+        return proposal;
+      }
+      // A repeat: told what the ledger has for it (still running: what the liar would say).
+      auto known = value_of_hash.find(hash);
+      told = known != value_of_hash.end() ? known->second : 0.0;
+    }
+    auto result = bridge_->call({{"op", "tell"}, {"value", told}});
+    if (!result.ok()) {
+      bridge_.reset();
+      return stop(result.error());
+    }
+  }
+  return TunerWait{};
+}
+
+}  // namespace attune

@@ -1,0 +1,48 @@
+// TpeTuner: Optuna's tree-structured Parzen estimator as a black-box baseline, as the paper ran
+// it (multivariate TPE, constant liar for concurrent trials, 8 start-up trials, the campaign's
+// seed), over a frozen space of objective-preserving knobs: the parallel degrees, virtual stages,
+// recomputation, the MoE dispatcher and, where the baseline uses it, optimizer offload.
+//
+// Optuna runs in a small bridge process (adapters/tuner/data/tpe_bridge.py, compiled in, run with
+// Debian's python3 and python3-optuna) that speaks JSON lines. The ledger stays the source of
+// truth: every answer rebuilds the study from the campaign's proposals (the baseline, measured
+// runs with their throughput, failures and refusals scored zero, runs in flight left running),
+// so the same ledger gives the same draws and a resumed campaign draws the same. A draw that
+// the estimator finds infeasible, or that repeats a recipe already proposed, is told (zero, or
+// the recorded value) without a launch and drawn again.
+//
+// As a black-box search it proposes whole configurations: the control plane does not hold it to
+// one lever per candidate (rule 2 belongs to the diagnosis-driven tuners), but to everything
+// else (layer 1, the budget, the gate).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "adapters/simulator/workload.h"
+#include "core/ports.h"
+
+namespace attune {
+
+inline constexpr int kTpeDrawsPerAnswerMax = 200;
+inline constexpr int kTpeStartupTrials = 8;
+
+class TpeBridge;
+
+class TpeTuner final : public Tuner {
+ public:
+  // `python` runs the bridge (default "/usr/bin/python3").
+  TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python = "/usr/bin/python3");
+  ~TpeTuner() override;
+  std::string name() const override { return "tpe"; }
+  TunerAnswer next(const TunerView& view) override;
+
+ private:
+  sim::Workload workload_;
+  std::uint64_t seed_;
+  std::string python_;
+  std::unique_ptr<TpeBridge> bridge_;
+};
+
+}  // namespace attune

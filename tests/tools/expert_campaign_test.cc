@@ -1,0 +1,207 @@
+// The expert tuner end to end on the simulated cluster: its proposals obey the search rules as the
+// ledger records them, it finds a gain the band can see where one exists, and it keeps an
+// expert-tuned recipe where nothing clears the band.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace attune {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string run_out(const std::string& command, int* exit_code) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 8192> buffer{};
+  std::size_t read = 0;
+  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    out.append(buffer.data(), read);
+  }
+  const int status = ::pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string attune() { return std::string(ATTUNE_BIN_DIR) + "/attune"; }
+
+class ExpertCampaign : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("attune-expert-test-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // Runs the example campaign `name` and returns its summary and its ledger's events.
+  nlohmann::json run_example(const std::string& name, std::vector<nlohmann::json>& events) {
+    const std::string db = (root_ / name).string();
+    int code = -1;
+    const std::string out = run_out(attune() + " campaign run " + ATTUNE_SOURCE_DIR + "/examples/" +
+                                        name + ".toml --db " + db + " --json",
+                                    &code);
+    EXPECT_EQ(code, 0) << out;
+    auto summary = nlohmann::json::parse(out, nullptr, false);
+    if (summary.is_discarded()) return {};
+    const std::string ledger = run_out(attune() + " ledger export --db " + db, &code);
+    EXPECT_EQ(code, 0);
+    std::istringstream lines(ledger);
+    std::string line;
+    while (std::getline(lines, line)) events.push_back(nlohmann::json::parse(line));
+    return summary;
+  }
+
+  fs::path root_;
+};
+
+std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& events,
+                                    const std::string& type) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : events) {
+    if (e["type"] == type) out.push_back(e);
+  }
+  return out;
+}
+
+TEST_F(ExpertCampaign, FollowsTheSearchRulesAndShipsAGainTheBandCanSee) {
+  std::vector<nlohmann::json> events;
+  nlohmann::json summary = run_example("qwen3-30b-a3b-h100x16", events);
+  ASSERT_TRUE(summary.contains("shipped")) << summary.dump();
+
+  int search = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    const auto& body = e["body"];
+    if (body["purpose"] != "search") continue;
+    ++search;
+    EXPECT_EQ(e["actor"], "tuner:expert");
+    // Rule 1: a hypothesis before every launch, with the rule state recorded beside it.
+    EXPECT_FALSE(body["hypothesis"]["bottleneck"].get<std::string>().empty());
+    const std::string mechanism = body["hypothesis"]["mechanism"].get<std::string>();
+    EXPECT_NE(mechanism.find("rules: r4 degrees probed {"), std::string::npos) << mechanism;
+    // Rule 2: one lever or one coupled set.
+    EXPECT_EQ(body["levers"].size(), 1u) << body.dump();
+  }
+  EXPECT_GE(search, 3);
+  // Rule 3: classes come from the gate, and the tuner never proposes what layer 1 refuses.
+  EXPECT_TRUE(of_type(events, "LaunchRefused").empty());
+  // It stops on its own, with evidence, the levers it tested and its last diagnosis.
+  auto stops = of_type(events, "StopRecorded");
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0]["body"]["reason"], "tuner-stopped") << stops[0].dump();
+  EXPECT_FALSE(stops[0]["body"]["levers_tested"].empty());
+  EXPECT_FALSE(stops[0]["body"]["last_diagnosis"].get<std::string>().empty());
+  // Rule 4: every parallel degree was probed before the topology counted as exhausted.
+  EXPECT_NE(stops[0]["body"]["evidence"].get<std::string>().find("unprobed {}"), std::string::npos)
+      << stops[0]["body"]["evidence"];
+
+  // The demo's baseline leaves throughput on the table: the expert ships a gain over the band.
+  EXPECT_FALSE(summary["shipped"]["is_baseline"].get<bool>());
+  EXPECT_GT(summary["shipped"]["gain_fraction"].get<double>(),
+            summary["baseline"]["band_fraction"].get<double>());
+}
+
+TEST_F(ExpertCampaign, KeepsAnExpertTunedRecipeWhereNothingClearsTheBand) {
+  std::vector<nlohmann::json> events;
+  nlohmann::json summary = run_example("mixtral-8x22b-h100x128", events);
+  ASSERT_TRUE(summary.contains("shipped")) << summary.dump();
+  EXPECT_TRUE(summary["shipped"]["is_baseline"].get<bool>()) << summary["shipped"].dump();
+  // It measured before it gave up: at least two values of a lever on the same recipe.
+  EXPECT_GE(of_type(events, "RunMeasured").size(), 7u);
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// A copy of the demo campaign file with its tuner replaced.
+std::string demo_with_tuner(const fs::path& dir, const std::string& tuner) {
+  std::ifstream in(std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string content = text.str();
+  const std::string from = "name = \"expert\"";
+  const std::size_t at = content.find(from);
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos) content.replace(at, from.size(), "name = \"" + tuner + "\"");
+  const fs::path path = dir / ("demo-" + tuner + ".toml");
+  std::ofstream(path) << content;
+  return path.string();
+}
+
+TEST_F(ExpertCampaign, TpeDrawsWholeConfigurationsAndTheSameLedgerGivesTheSameDraws) {
+  const std::string file = demo_with_tuner(root_, "tpe");
+  int code = -1;
+  for (const char* db : {"a", "b"}) {
+    run_out(attune() + " campaign run " + file + " --db " + (root_ / db).string() + " --json",
+            &code);
+    ASSERT_EQ(code, 0) << "tpe campaign into " << db;
+  }
+  const std::string a = run_out(attune() + " ledger export --db " + (root_ / "a").string(), &code);
+  const std::string b = run_out(attune() + " ledger export --db " + (root_ / "b").string(), &code);
+  EXPECT_EQ(a, b);
+  std::istringstream lines(a);
+  std::string line;
+  int draws = 0;
+  int multi_lever = 0;
+  while (std::getline(lines, line)) {
+    auto e = nlohmann::json::parse(line);
+    if (e["type"] != "CandidateProposed" || e["body"]["purpose"] != "search") continue;
+    EXPECT_EQ(e["actor"], "tuner:tpe");
+    EXPECT_EQ(e["body"]["hypothesis"]["mechanism"].get<std::string>().rfind("TPE draw {", 0), 0u);
+    ++draws;
+    multi_lever += e["body"]["levers"].size() > 1 ? 1 : 0;
+  }
+  EXPECT_GT(draws, 8) << "past the 8 start-up trials";
+  EXPECT_GT(multi_lever, 0) << "a black-box draw changes several knobs at once";
+}
+
+TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
+  const std::string file = demo_with_tuner(root_, "expert");
+  int code = -1;
+  const std::string out = run_out(
+      attune() + " compare --campaign " + file + " --arms expert,random --seeds 2 --json", &code);
+  ASSERT_EQ(code, 0) << out;
+  auto json = nlohmann::json::parse(out);
+  for (const char* arm : {"expert", "random"}) {
+    const auto& a = json["arms"][arm];
+    ASSERT_EQ(a["campaign_gain_fractions"].size(), 2u) << arm;
+    const double mean = (a["campaign_gain_fractions"][0].get<double>() +
+                         a["campaign_gain_fractions"][1].get<double>()) /
+                        2;
+    EXPECT_DOUBLE_EQ(a["mean_gain_fraction"].get<double>(), mean) << arm;
+    EXPECT_GT(a["gpu_hours_mean"].get<double>(), 0.0) << arm;
+    EXPECT_GT(a["launches_mean"].get<double>(), 0.0) << arm;
+    EXPECT_GE(a["failed_launch_share"].get<double>(), 0.0) << arm;
+    EXPECT_LE(a["oracle_fraction_mean"].get<double>(), 1.0 + 1e-9) << arm;
+  }
+  // Every verdict follows the mean rule, and two campaigns per arm allow p = 1/6 at best
+  // unrestricted and 1/4 stratified.
+  const double band = json["band_fraction"].get<double>();
+  for (const auto& v : json["verdicts"]) {
+    EXPECT_GT(v["mean_ratio"].get<double>(), 1 + band);
+    EXPECT_GE(v["p_unrestricted"].get<double>(), 1.0 / 6 - 1e-9);
+    EXPECT_GE(v["p_stratified"].get<double>(), 0.25 - 1e-9);
+  }
+  // Bad input: an unknown arm is a one-line error and a non-zero exit.
+  const std::string bad =
+      run_out(attune() + " compare --campaign " + file + " --arms expert,bo", &code);
+  EXPECT_EQ(code, 2);
+}
+
+}  // namespace
+}  // namespace attune

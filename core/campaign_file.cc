@@ -350,6 +350,10 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   ATTUNE_TRY(section("tuner", false, tuner));
   TableReader t(tuner, path, "tuner", 1);
   ATTUNE_TRY(t.text("name", spec.tuner, false));
+  ATTUNE_TRY(t.text("learned_rules", spec.learned_rules_path, false));
+  if (!spec.learned_rules_path.empty() && spec.learned_rules_path != "none") {
+    spec.learned_rules_path = resolve_relative(path, spec.learned_rules_path);
+  }
   if (tuner) {
     std::ostringstream options;
     options << *tuner;

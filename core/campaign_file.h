@@ -73,6 +73,10 @@ struct CampaignSpec {
 
   std::string tuner = "expert";
   std::string tuner_options_toml;  // the [tuner] table as TOML text, for the tuner to read
+  // [tuner] learned_rules: the learned-rules catalog later campaigns read (JSON lines); empty:
+  // the per-user default ($XDG_DATA_HOME or ~/.local/share, then attune/learned_rules.jsonl);
+  // "none": neither read nor written.
+  std::string learned_rules_path;
 
   std::uint64_t seed = 1;
   std::uint64_t reality_seed = 0;

@@ -363,6 +363,8 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setPolicyPath(as_text(value.policy_path));
   out.setJobTemplate(as_text(value.job_template));
   out.setExpectedSecondsPerStep(value.expected_seconds_per_step);
+  out.setLearnedRules(as_text(value.learned_rules));
+  out.setLearnedRulesPath(as_text(value.learned_rules_path));
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -681,6 +683,8 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.policy_path = read_text(in.getPolicyPath());
   value.job_template = read_text(in.getJobTemplate());
   value.expected_seconds_per_step = in.getExpectedSecondsPerStep();
+  value.learned_rules = read_text(in.getLearnedRules());
+  value.learned_rules_path = read_text(in.getLearnedRulesPath());
   return value;
 }
 

@@ -112,6 +112,8 @@ struct CampaignOpened {
   std::string policy_path;                 // empty for the built-in default policy
   std::string job_template;                // the local launcher's command line, with placeholders
   double expected_seconds_per_step = 0.0;  // the local launcher's cost estimate
+  std::string learned_rules;       // the learned-rules catalog as read at the start (JSON lines)
+  std::string learned_rules_path;  // where the campaign appends what it learns; empty: nowhere
 
   friend bool operator==(const CampaignOpened&, const CampaignOpened&) = default;
 };

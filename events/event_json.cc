@@ -91,7 +91,9 @@ json fields(const CampaignOpened& value) {
           {"launcher", value.launcher},
           {"policy_path", value.policy_path},
           {"job_template", value.job_template},
-          {"expected_seconds_per_step", value.expected_seconds_per_step}};
+          {"expected_seconds_per_step", value.expected_seconds_per_step},
+          {"learned_rules", value.learned_rules},
+          {"learned_rules_path", value.learned_rules_path}};
 }
 
 json fields(const CandidateProposed& value) {

@@ -73,6 +73,8 @@ struct CampaignOpened {
   policyPath @29 :Text;  # the policy file a resumed campaign re-reads and re-hashes
   jobTemplate @30 :Text;  # the local launcher's command line, with placeholders
   expectedSecondsPerStep @31 :Float64;  # the local launcher's cost estimate
+  learnedRules @32 :Text;  # the learned-rules catalog as read when the campaign opened (JSON lines)
+  learnedRulesPath @33 :Text;  # where the campaign appends what it learns; empty: nowhere
 }
 
 struct CandidateProposed {

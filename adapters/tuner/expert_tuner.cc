@@ -10,6 +10,7 @@
 #include "adapters/simulator/layout.h"
 #include "adapters/simulator/performance_model.h"
 #include "adapters/simulator/sweep.h"
+#include "adapters/tuner/learned_rules.h"
 #include "core/lever_groups.h"
 #include "gate/config_check.h"
 
@@ -335,6 +336,7 @@ struct Context {
   std::set<std::string> seen;  // recipe hashes proposed or run
   Evidence evidence;
   ExpertDiagnosis diagnosis;
+  std::vector<LearnedRule> learned;  // read when the campaign opened
 };
 
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
@@ -353,9 +355,17 @@ std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, Run
   return out;
 }
 
-double confidence_of(const Context& c, const CatalogLever* lever) {
-  const double prior =
+double confidence_of(const Context& c, const CatalogLever* lever, const std::string& action) {
+  double prior =
       lever != nullptr && helps_against(*lever, c.diagnosis.tag) ? 1.0 : kOffDiagnosisConfidence;
+  // Learned rules of earlier campaigns, under the same bottleneck.
+  for (const LearnedRule& rule : c.learned) {
+    if (lever == nullptr || rule.lever != lever->name || rule.when != c.diagnosis.tag ||
+        (!rule.action.empty() && rule.action != action)) {
+      continue;
+    }
+    prior = rule.effect == "helped" ? 1.0 : std::min(prior, kOffDiagnosisConfidence * 0.5);
+  }
   return prior * c.evidence.confidence;
 }
 
@@ -408,7 +418,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     cand->expected_gain = entry.prediction.tokens_per_s_per_gpu / base - 1;
     cand->needs_retry = needs_retry;
     cand->score =
-        cand->expected_gain * confidence_of(c, lever) * (needs_retry ? kOomPlanDiscount : 1.0);
+        cand->expected_gain * confidence_of(c, lever, "") * (needs_retry ? kOomPlanDiscount : 1.0);
     cand->rule = needs_retry ? "rule 5: expected out of memory at the parent's recomputation; "
                                "a retry with full recomputation follows"
                              : "";
@@ -439,7 +449,8 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
       cand->lever = lever->name;
       cand->mechanism = lever->mechanism;
       cand->expected_gain = p.tokens_per_s_per_gpu / base - 1;
-      cand->score = cand->expected_gain * confidence_of(c, lever);
+      cand->score =
+          cand->expected_gain * confidence_of(c, lever, change_words(parent_recipe, cand->recipe));
       out.push_back(std::move(*cand));
     }
   }
@@ -476,10 +487,14 @@ ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog cat
 
 TunerAnswer ExpertTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
-  Context c{workload_, policy_, catalog_, state, view.baseline, {}, {}, {}};
+  Context c{workload_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}};
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, state, view.baseline);
+  if (!state.view.settings.learned_rules.empty()) {
+    auto learned = parse_learned_rules(state.view.settings.learned_rules, "learned rules");
+    if (learned.ok()) c.learned = std::move(learned).value();
+  }
   const double band = std::max(state.view.baseline_band.band_fraction, 0.01);
 
   const RunId leader_id = state.view.leader.run_id;

@@ -66,7 +66,9 @@ std::vector<Body> sample_bodies() {
                      "slurm",
                      "policies/glm-4.5.toml",
                      "srun train.sh {recipe_file} > {log}",
-                     2.5},
+                     2.5,
+                     "{\"lever\":\"moe-dispatcher\"}\n",
+                     "/home/ü/.local/share/attune/learned_rules.jsonl"},
       CandidateProposed{
           7,
           RunPurpose::kCheck,

@@ -19,6 +19,7 @@
 #include "adapters/simulator/presets.h"
 #include "events/recipe.h"
 #include "tests/slurm/slurm_cluster.h"
+#include "tests/tools/private_data_home.h"
 
 namespace attune {
 namespace {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include "tests/tools/private_data_home.h"
 
 namespace attune {
 namespace {
@@ -94,8 +95,11 @@ TEST_F(Campaign, RunsFromCalibrationToAShippedRecipeWithinItsBudget) {
 }
 
 TEST_F(Campaign, TheSameSeedsGiveAByteIdenticalLedgerAndReplayMatchesTheLiveCampaign) {
-  nlohmann::json first = run_json(db("a"));
-  nlohmann::json second = run_json(db("b"));
+  // The same empty learned-rules catalog for both: the second must not read what the first
+  // learned.
+  nlohmann::json first = run_json(db("a"), "XDG_DATA_HOME=" + db("data"));
+  fs::remove_all(db("data"));
+  nlohmann::json second = run_json(db("b"), "XDG_DATA_HOME=" + db("data"));
   const std::string id = first["campaign_id"].get<std::string>();
   ASSERT_EQ(id, second["campaign_id"].get<std::string>());
   const std::string exported = export_ledger(db("a"), id);
@@ -130,7 +134,7 @@ std::multiset<std::string> submitted_jobs(const fs::path& ledger) {
 }
 
 TEST_F(Campaign, ResumesAfterAnAbruptExitAtEveryEventWithNothingLostOrDoubled) {
-  nlohmann::json reference = run_json(db("reference"));
+  nlohmann::json reference = run_json(db("reference"), "XDG_DATA_HOME=" + db("data-reference"));
   const std::string id = reference["campaign_id"].get<std::string>();
   const std::string reference_export = export_ledger(db("reference"), id);
   const int events =
@@ -145,8 +149,9 @@ TEST_F(Campaign, ResumesAfterAnAbruptExitAtEveryEventWithNothingLostOrDoubled) {
   int resumed = 0;
   for (int n = 1; n <= events; ++n) {
     const std::string ledger = db("crash-" + std::to_string(n));
-    Outcome crashed = run("ATTUNE_CRASH_AFTER_EVENT=" + std::to_string(n) + " " + attune() +
-                          " campaign run " + example() + " --db " + ledger + " --json");
+    Outcome crashed =
+        run("ATTUNE_CRASH_AFTER_EVENT=" + std::to_string(n) + " XDG_DATA_HOME=" + ledger +
+            "-data " + attune() + " campaign run " + example() + " --db " + ledger + " --json");
     if (crashed.exit_code == 0) continue;  // the event was the last one
     ASSERT_EQ(crashed.exit_code, 86) << "crash at event " << n;
     Outcome resume =
@@ -165,6 +170,7 @@ TEST_F(Campaign, ResumesAfterAnAbruptExitAtEveryEventWithNothingLostOrDoubled) {
       EXPECT_EQ(jobs.count(job), 1u) << job << " was submitted twice (crash at event " << n << ")";
     }
     fs::remove_all(ledger);
+    fs::remove_all(ledger + "-data");
   }
   EXPECT_GT(resumed, events / 2);
 }

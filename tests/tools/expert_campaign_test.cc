@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+#include "tests/tools/private_data_home.h"
 
 namespace attune {
 namespace {
@@ -201,6 +203,79 @@ TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
   const std::string bad =
       run_out(attune() + " compare --campaign " + file + " --arms expert,bo", &code);
   EXPECT_EQ(code, 2);
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+TEST_F(ExpertCampaign, LearnsRulesWithoutNamesOrFiguresAndTheNextCampaignReadsThem) {
+  const std::string data = (root_ / "data").string();
+  const std::string catalog = data + "/attune/learned_rules.jsonl";
+  int code = -1;
+  const std::string example =
+      std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml";
+  const std::string first = (root_ / "first").string();
+  run_out("XDG_DATA_HOME=" + data + " " + attune() + " campaign run " + example + " --db " + first +
+              " --json",
+          &code);
+  ASSERT_EQ(code, 0);
+  // The ledger holds what was learned, and the catalog holds the same rules as JSON lines.
+  const std::string ledger = run_out(attune() + " ledger export --db " + first, &code);
+  std::istringstream lines(ledger);
+  std::string line;
+  std::vector<std::string> rules;
+  std::string campaign_id;
+  while (std::getline(lines, line)) {
+    auto e = nlohmann::json::parse(line);
+    campaign_id = e["campaign_id"].get<std::string>();
+    if (e["type"] != "LeverRuleLearned") continue;
+    const std::string rule = e["body"]["rule"].get<std::string>();
+    EXPECT_EQ(rule.find_first_of("0123456789"), std::string::npos) << "a figure in: " << rule;
+    EXPECT_EQ(rule.find("qwen"), std::string::npos) << "a model name in: " << rule;
+    EXPECT_GE(e["body"]["evidence_run_ids"].size(), 1u);
+    rules.push_back(rule);
+  }
+  ASSERT_FALSE(rules.empty()) << "the demo's campaign establishes at least one lever rule";
+  std::ifstream in(catalog);
+  ASSERT_TRUE(in.good()) << catalog;
+  int catalog_lines = 0;
+  while (std::getline(in, line)) {
+    auto rule = nlohmann::json::parse(line);
+    EXPECT_TRUE(rule["effect"] == "helped" || rule["effect"] == "hurt") << line;
+    ++catalog_lines;
+  }
+  EXPECT_EQ(catalog_lines, static_cast<int>(rules.size()));
+  // A summary beside the ledger: winners, losers with reasons, untried levers.
+  std::ifstream summary(fs::path(first) / (campaign_id + ".summary.md"));
+  std::stringstream text;
+  text << summary.rdbuf();
+  for (const char* heading : {"## Winners", "## Losers", "## Untried levers", "## Rules learned"}) {
+    EXPECT_NE(text.str().find(heading), std::string::npos) << heading;
+  }
+  // The next campaign records the catalog it read, and learns nothing it already knew.
+  const std::string second = (root_ / "second").string();
+  run_out("XDG_DATA_HOME=" + data + " " + attune() + " campaign run " + example + " --db " +
+              second + " --seed 2 --json",
+          &code);
+  ASSERT_EQ(code, 0);
+  const std::string next = run_out(attune() + " ledger export --db " + second, &code);
+  auto opened = nlohmann::json::parse(next.substr(0, next.find('\n')));
+  ASSERT_EQ(opened["type"], "CampaignOpened");
+  EXPECT_EQ(opened["body"]["learned_rules_path"], catalog);
+  EXPECT_FALSE(opened["body"]["learned_rules"].get<std::string>().empty());
+  std::ifstream again(catalog);
+  std::set<std::string> distinct;
+  int total = 0;
+  while (std::getline(again, line)) {
+    auto rule = nlohmann::json::parse(line);
+    distinct.insert(rule["lever"].get<std::string>() + "|" + rule["when"].get<std::string>() + "|" +
+                    rule["effect"].get<std::string>() + "|" + rule.value("action", ""));
+    ++total;
+  }
+  EXPECT_EQ(static_cast<int>(distinct.size()), total) << "a rule was learned twice";
 }
 
 }  // namespace

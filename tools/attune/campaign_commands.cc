@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "adapters/simulator/sim_job.h"
 #include "adapters/simulator/world.h"
 #include "adapters/tuner/expert_tuner.h"
+#include "adapters/tuner/learned_rules.h"
 #include "adapters/tuner/random_tuner.h"
 #include "adapters/tuner/tpe_tuner.h"
 #include "core/campaign_file.h"
@@ -52,6 +54,84 @@ struct ResumeOptions {
 
 // The policy a campaign recorded, re-read and checked against the hash recorded when it opened:
 // a policy is fixed for the whole campaign.
+// The per-user learned-rules catalog: $XDG_DATA_HOME, else ~/.local/share, then
+// attune/learned_rules.jsonl; empty when neither is known.
+std::string default_learned_rules_path() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  fs::path base;
+  if (xdg != nullptr && *xdg != '\0') {
+    base = xdg;
+  } else if (home != nullptr && *home != '\0') {
+    base = fs::path(home) / ".local" / "share";
+  }
+  return base.empty() ? "" : (base / "attune" / "learned_rules.jsonl").string();
+}
+
+// Reads the campaign's learned-rules catalog into the opened event, so that the ledger records
+// what the tuner read and a resumed campaign reads the same. A catalog that does not parse is an
+// error naming its line.
+Status attach_learned_rules(const CampaignSpec& spec, CampaignOpened& opened) {
+  if (spec.learned_rules_path == "none") return Ok{};
+  opened.learned_rules_path =
+      spec.learned_rules_path.empty() ? default_learned_rules_path() : spec.learned_rules_path;
+  std::error_code ec;
+  if (opened.learned_rules_path.empty() || !fs::exists(opened.learned_rules_path, ec)) {
+    return Ok{};
+  }
+  auto text = read_text_file(opened.learned_rules_path);
+  if (!text.ok()) return make_error(text.error());
+  auto parsed = parse_learned_rules(text.value(), opened.learned_rules_path);
+  if (!parsed.ok()) return make_error(parsed.error());
+  opened.learned_rules = text.value();
+  return Ok{};
+}
+
+// After a campaign shipped: LeverRuleLearned events for what it established (once; a resumed
+// campaign that already recorded them adds none), the rules appended to the catalog, and a
+// summary beside the ledger.
+Status finish_campaign(EventStore& store, const ControlState& state, const std::string& db) {
+  const CampaignView& view = state.view;
+  if (!view.stop.shipped) return Ok{};
+  auto events = store.read(view.campaign_id);
+  if (!events.ok()) return make_error(events.error());
+  std::vector<LearnedRule> known;
+  if (!view.settings.learned_rules.empty()) {
+    auto parsed = parse_learned_rules(view.settings.learned_rules, "learned rules");
+    if (parsed.ok()) known = std::move(parsed).value();
+  }
+  std::vector<LearnedRule> recorded;
+  for (const Envelope& e : events.value()) {
+    if (const auto* rule = std::get_if<LeverRuleLearned>(&e.body)) {
+      recorded.push_back(LearnedRule{rule->lever, "", "", "", rule->rule, rule->evidence_run_ids});
+    }
+  }
+  std::vector<LearnedRule> learned = recorded;
+  if (recorded.empty() && !events->empty()) {
+    learned = learn_rules(state, known);
+    std::vector<NewEvent> news;
+    for (const LearnedRule& rule : learned) {
+      news.push_back(NewEvent{events->back().recorded_at_unix_ns, "tuner:" + view.settings.tuner,
+                              LeverRuleLearned{rule.lever, rule.rule, rule.evidence_run_ids}});
+    }
+    if (!news.empty()) {
+      auto appended = store.append(view.campaign_id, events->back().sequence, std::move(news));
+      if (!appended.ok()) return make_error(appended.error());
+      if (!view.settings.learned_rules_path.empty()) {
+        std::error_code ec;
+        fs::create_directories(fs::path(view.settings.learned_rules_path).parent_path(), ec);
+        std::ofstream out(view.settings.learned_rules_path, std::ios::binary | std::ios::app);
+        for (const LearnedRule& rule : learned) out << learned_rule_line(rule);
+        if (!out) return make_error(view.settings.learned_rules_path + ": cannot append");
+      }
+    }
+  }
+  std::ofstream summary(fs::path(db) / (view.campaign_id + ".summary.md"),
+                        std::ios::binary | std::ios::trunc);
+  summary << campaign_summary(state, builtin_lever_catalog(), learned);
+  return Ok{};
+}
+
 Result<Policy> load_policy(const CampaignOpened& opened) {
   if (opened.policy_path.empty()) return default_policy();
   auto bytes = read_text_file(opened.policy_path);
@@ -265,7 +345,7 @@ RuntimeOptions runtime_options(bool json, const TraceAnalyzer& trace_analyzer) {
 
 Result<ControlState> run_campaign_quietly(const CampaignSpec& spec, const std::string& db) {
   const std::string campaign_id = campaign_id_for(spec);
-  const CampaignOpened opened = campaign_opened(spec);
+  const CampaignOpened opened = campaign_opened(spec);  // learned rules neither read nor written
   if (opened.launcher != "sim") {
     return make_error(
         "only campaigns on the simulated cluster (launcher = \"sim\") can be run "
@@ -303,7 +383,9 @@ int run_campaign(const RunOptions& options) {
     if (!policy.ok()) return fail(policy.error());
   }
   const std::string campaign_id = campaign_id_for(spec.value());
-  const CampaignOpened opened = campaign_opened(spec.value());
+  CampaignOpened opened = campaign_opened(spec.value());
+  Status learned = attach_learned_rules(spec.value(), opened);
+  if (!learned.ok()) return fail(learned.error());
   // Everything is checked before the ledger is touched: bad input changes nothing.
   const SlurmLauncherOptions slurm = slurm_options_of(spec.value());
   auto campaign = build_campaign(opened, options.db, campaign_id, sim::kVirtualStartUnixNs, &slurm);
@@ -336,6 +418,8 @@ int run_campaign(const RunOptions& options) {
   if (!opened_status.ok()) return fail(opened_status.error());
   Status ran = runtime.run();
   if (!ran.ok()) return fail("campaign " + campaign_id + ": " + ran.error());
+  Status finished = finish_campaign(**store, runtime.state(), options.db);
+  if (!finished.ok()) return fail("campaign " + campaign_id + ": " + finished.error());
   return print_summary(runtime.state(), options.db, options.json);
 }
 
@@ -384,6 +468,8 @@ int resume_campaign(const ResumeOptions& options) {
   }
   Status ran = runtime.run();
   if (!ran.ok()) return fail("campaign " + options.campaign + ": " + ran.error());
+  Status finished = finish_campaign(*store, runtime.state(), options.db);
+  if (!finished.ok()) return fail("campaign " + options.campaign + ": " + finished.error());
   return print_summary(runtime.state(), options.db, options.json);
 }
 

@@ -69,6 +69,13 @@ class Launcher {
   virtual double expected_gpu_hours(const LaunchSpec& spec) const = 0;
   // The text of a job's log.
   virtual Result<std::string> read_log(const std::string& log_path) const = 0;
+  // What a running job's log holds now (a launcher on a virtual clock shows what the job has
+  // written by the scheduler's time).
+  // Errors where the launcher cannot tell (then nothing is pruned).
+  virtual Result<std::string> read_log_so_far(RunId run_id) const {
+    (void)run_id;
+    return make_error("this launcher cannot read a running job's log");
+  }
 };
 
 // ---- Metrics ------------------------------------------------------------------------------
@@ -79,6 +86,7 @@ struct MeasureSpec {
   std::uint32_t window_first_step = 4;
   std::uint32_t window_last_step = 13;
   bool log_went_silent = false;  // the run was cancelled for log silence
+  bool pruned = false;           // the run was cancelled by the early-abort pruner
 };
 
 using RunOutcome = std::variant<RunMeasured, RunFailed>;
@@ -89,6 +97,11 @@ class MetricsSource {
   // The measurement, or the failure class, that a finished job's log and final state give.
   virtual RunOutcome measure(const std::string& log_text, const JobReport& finished,
                              const MeasureSpec& spec) const = 0;
+  // tokens/s/GPU over the first `steps` steps of the measurement window of a job still running;
+  // nullopt until the log holds them.
+  virtual std::optional<double> steady_throughput(const std::string& log_text,
+                                                  const MeasureSpec& spec,
+                                                  std::uint32_t steps) const = 0;
 };
 
 // ---- Profiler -----------------------------------------------------------------------------
@@ -130,6 +143,8 @@ struct TunerWait {};  // nothing to propose until a run in flight finishes
 
 using TunerAnswer = std::variant<TunerProposal, TunerStop, TunerWait>;
 
+inline constexpr std::uint32_t kPruneSteadySteps = 4;
+
 class Tuner {
  public:
   virtual ~Tuner() = default;
@@ -137,6 +152,9 @@ class Tuner {
   // Must be a function of the view (and the tuner's seed), so that a resumed campaign asks the
   // same questions and gets the same answers.
   virtual TunerAnswer next(const TunerView& view) = 0;
+  // A black-box search's early abort: a search run slower than this fraction of the leader after
+  // kPruneSteadySteps steady steps is cancelled and scored zero. nullopt: never pruned.
+  virtual std::optional<double> prune_below_leader_fraction() const { return std::nullopt; }
 };
 
 }  // namespace attune

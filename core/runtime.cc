@@ -115,6 +115,7 @@ struct CampaignRuntime::Impl {
         set_fatal("submitting run " + std::to_string(run->run_id) + ": " + submitted.error());
     } else if (const auto* started = std::get_if<JobStarted>(&envelope.body)) {
       watch_for_hang(started->run_id);
+      watch_for_prune(started->run_id);
     } else if (const auto* verdict = std::get_if<VerdictRecorded>(&envelope.body)) {
       report_run(verdict->run_id);
     } else if (const auto* failed = std::get_if<RunFailed>(&envelope.body)) {
@@ -208,6 +209,7 @@ struct CampaignRuntime::Impl {
                                 ? std::min(state.view.settings.window_last_step, run->steps)
                                 : state.view.settings.window_last_step;
     spec.log_went_silent = report.cancel_reason == "hang";
+    spec.pruned = report.cancel_reason == "pruned";
     auto log = launcher.read_log(report.log_path);
     RunOutcome outcome = log.ok() ? metrics.measure(log.value(), report, spec)
                                   : RunOutcome(RunFailed{report.run_id, FailureClass::kInfra,
@@ -235,6 +237,47 @@ struct CampaignRuntime::Impl {
       profile.trace_paths = report.trace_paths;
       apply_or_die(ReportProfile{profile}, "profiler");
     }
+  }
+
+  // A black-box search's early abort (Tuner::prune_below_leader_fraction): once a search run's
+  // log holds kPruneSteadySteps steps of its measurement window, the run is cancelled, and scored
+  // zero, when it is slower than that fraction of the leader. Looked at once per leader step.
+  void watch_for_prune(RunId run_id) {
+    const std::optional<double> fraction = tuner.prune_below_leader_fraction();
+    const RunState* run = state.run(run_id);
+    if (!fraction || run == nullptr || run->purpose != RunPurpose::kSearch || !run->in_flight()) {
+      return;
+    }
+    const CampaignOpened& settings = state.view.settings;
+    const double leader = state.view.leader.run_id == 0
+                              ? state.view.baseline_band.mean_tokens_per_s_per_gpu
+                              : state.view.leader.tokens_per_s_per_gpu;
+    if (leader <= 0 || run->gpus == 0) return;
+    const double step_s = static_cast<double>(settings.global_batch) * settings.seq_length /
+                          (leader * static_cast<double>(run->gpus));
+    const auto interval_ns = static_cast<std::int64_t>(std::max(1.0, step_s) * 1e9);
+    scheduler.schedule_after(interval_ns, [this, run_id, fraction, leader] {
+      const RunState* current = state.run(run_id);
+      if (current == nullptr || current->finished || !current->in_flight()) return;
+      auto text = launcher.read_log_so_far(run_id);
+      if (!text.ok()) return;  // this launcher cannot tell: nothing is pruned
+      MeasureSpec spec;
+      spec.seq_length = state.view.settings.seq_length;
+      spec.gpus = current->gpus;
+      spec.window_first_step = state.view.settings.window_first_step;
+      spec.window_last_step = state.view.settings.window_last_step;
+      const std::optional<double> steady =
+          metrics.steady_throughput(text.value(), spec, kPruneSteadySteps);
+      if (!steady) {
+        watch_for_prune(run_id);
+      } else if (*steady < *fraction * leader) {
+        say("run " + std::to_string(run_id) + ": " + format_fixed(*steady, 1) +
+            " tokens/s/GPU over " + std::to_string(kPruneSteadySteps) + " steady steps, below " +
+            format_fixed(*fraction * leader, 1) + " (" + format_fixed(*fraction, 2) +
+            " x the leader): pruned");
+        launcher.cancel(run_id, "pruned");
+      }
+    });
   }
 
   void watch_for_hang(RunId run_id) {
@@ -717,6 +760,7 @@ Status CampaignRuntime::resume() {
       if (!submitted.ok()) return submitted;
     } else if (run.started) {
       impl.watch_for_hang(id);
+      impl.watch_for_prune(id);
     }
   }
   return Ok{};

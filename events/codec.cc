@@ -71,6 +71,8 @@ wire::FailureClass to_wire(FailureClass value) {
       return wire::FailureClass::CRASH;
     case FailureClass::kInfra:
       return wire::FailureClass::INFRA;
+    case FailureClass::kPruned:
+      return wire::FailureClass::PRUNED;
   }
   abort_on_invalid_enum();
 }
@@ -180,6 +182,8 @@ std::optional<FailureClass> from_wire(wire::FailureClass value) {
       return FailureClass::kCrash;
     case wire::FailureClass::INFRA:
       return FailureClass::kInfra;
+    case wire::FailureClass::PRUNED:
+      return FailureClass::kPruned;
   }
   return std::nullopt;
 }

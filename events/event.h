@@ -24,7 +24,9 @@ enum class RunPurpose : std::uint8_t { kCalibration, kSearch, kCheck, kRetry };
 
 enum class ObjectiveClass : std::uint8_t { kStructural, kSameMath, kNumeric, kOther };
 
-enum class FailureClass : std::uint8_t { kOom, kHang, kCrash, kInfra };
+// kPruned: a black-box search's early abort (slower than a fraction of the leader after a few
+// steady steps), scored zero; not a fault of the recipe or the cluster.
+enum class FailureClass : std::uint8_t { kOom, kHang, kCrash, kInfra, kPruned };
 
 enum class RefusalReason : std::uint8_t {
   kDuplicate,       // canonical hash equals a recipe already run

@@ -10,7 +10,7 @@ $import "/capnp/c++.capnp".namespace("attune::wire");
 
 enum RunPurpose { calibration @0; search @1; check @2; retry @3; }
 enum ObjectiveClass { structural @0; sameMath @1; numeric @2; other @3; }
-enum FailureClass { oom @0; hang @1; crash @2; infra @3; }
+enum FailureClass { oom @0; hang @1; crash @2; infra @3; pruned @4; }
 enum RefusalReason {
   duplicate @0; multipleLevers @1; layer1 @2; budget @3; concurrency @4; invalid @5;
 }

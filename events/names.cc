@@ -54,6 +54,8 @@ const char* to_string(FailureClass value) {
       return "crash";
     case FailureClass::kInfra:
       return "infra";
+    case FailureClass::kPruned:
+      return "pruned";
   }
   return "?";
 }

@@ -294,4 +294,19 @@ Result<std::string> SimLauncher::read_log(const std::string& log_path) const {
   return read_text_file(absolute(log_path));
 }
 
+Result<std::string> SimLauncher::read_log_so_far(RunId run_id) const {
+  auto found = active_.find(run_id);
+  if (found == active_.end()) return make_error("run " + std::to_string(run_id) + " is unknown");
+  if (found->second->finished) return read_log(found->second->log_path);
+  const Job& job = *found->second;
+  const std::int64_t now = scheduler_.now_unix_ns();
+  if (now < job.started_at_unix_ns) return std::string();
+  const double elapsed_s = static_cast<double>(now - job.started_at_unix_ns) / kNsPerSecond;
+  std::size_t bytes = 0;
+  for (const auto& [seconds, size] : job.result.log_growth) {
+    if (seconds <= elapsed_s) bytes = size;
+  }
+  return job.result.log.substr(0, bytes);
+}
+
 }  // namespace attune

@@ -45,6 +45,7 @@ class SimLauncher final : public Launcher {
   std::optional<std::int64_t> last_progress_unix_ns(RunId run_id) const override;
   double expected_gpu_hours(const LaunchSpec& spec) const override;
   Result<std::string> read_log(const std::string& log_path) const override;
+  Result<std::string> read_log_so_far(RunId run_id) const override;
 
   struct Job;
 

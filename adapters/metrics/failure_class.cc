@@ -36,6 +36,9 @@ std::optional<Failure> classify_failure(const MegatronLog& log, const JobOutcome
     return log.first_sign(kind);
   };
 
+  if (job.pruned) {
+    return Failure{FailureClass::kPruned, "pruned: slower than the leader after steady steps", 0};
+  }
   if (const auto& line = sign(FailureSign::kOutOfMemory)) {
     return from_sign(FailureClass::kOom, *line);
   }

@@ -33,6 +33,7 @@ struct JobOutcome {
   // or when it is not known.
   std::string final_state;
   bool log_silent = false;  // the log made no progress for longer than the hang timeout
+  bool pruned = false;      // cancelled by a black-box search's early-abort pruner
 };
 
 struct Failure {

@@ -11,6 +11,7 @@ RunOutcome LogMetricsSource::measure(const std::string& log_text, const JobRepor
   JobOutcome job;
   job.final_state = finished.final_state;
   job.log_silent = spec.log_went_silent;
+  job.pruned = spec.pruned;
   MeasureRequest request;
   request.window = StepWindow{spec.window_first_step, spec.window_last_step};
   request.seq_length = spec.seq_length;
@@ -43,11 +44,28 @@ RunOutcome LogMetricsSource::measure(const std::string& log_text, const JobRepor
     case ReadingKind::kBadRequest:
     case ReadingKind::kIncomplete:
       // A job that ended without a complete window is a failed run: what the log shows decides.
-      failed.failure_class = spec.log_went_silent ? FailureClass::kHang : FailureClass::kCrash;
+      failed.failure_class = spec.pruned            ? FailureClass::kPruned
+                             : spec.log_went_silent ? FailureClass::kHang
+                                                    : FailureClass::kCrash;
       failed.message = "no complete measurement window: " + reading.reason;
       return failed;
   }
   return failed;
+}
+
+std::optional<double> LogMetricsSource::steady_throughput(const std::string& log_text,
+                                                          const MeasureSpec& spec,
+                                                          std::uint32_t steps) const {
+  const MegatronLog log = read_megatron_log(log_text);
+  MeasureRequest request;
+  request.window = StepWindow{spec.window_first_step, spec.window_first_step + steps - 1};
+  request.seq_length = spec.seq_length;
+  request.gpus = spec.gpus;
+  JobOutcome job;
+  job.final_state = "COMPLETED";  // judge the steps written so far as a finished window
+  const RunReading reading = read_run(log, job, request);
+  if (reading.kind != ReadingKind::kMeasured) return std::nullopt;
+  return reading.measurement->tokens_per_s_per_gpu;
 }
 
 }  // namespace attune

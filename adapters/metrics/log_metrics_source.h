@@ -11,6 +11,8 @@ class LogMetricsSource final : public MetricsSource {
  public:
   RunOutcome measure(const std::string& log_text, const JobReport& finished,
                      const MeasureSpec& spec) const override;
+  std::optional<double> steady_throughput(const std::string& log_text, const MeasureSpec& spec,
+                                          std::uint32_t steps) const override;
 };
 
 }  // namespace attune

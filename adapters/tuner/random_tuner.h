@@ -23,6 +23,7 @@ class RandomTuner final : public Tuner {
   RandomTuner(sim::Workload workload, std::uint64_t seed);
   std::string name() const override { return "random"; }
   TunerAnswer next(const TunerView& view) override;
+  std::optional<double> prune_below_leader_fraction() const override { return 0.90; }
 
  private:
   sim::Workload workload_;

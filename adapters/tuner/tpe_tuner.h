@@ -37,6 +37,7 @@ class TpeTuner final : public Tuner {
   ~TpeTuner() override;
   std::string name() const override { return "tpe"; }
   TunerAnswer next(const TunerView& view) override;
+  std::optional<double> prune_below_leader_fraction() const override { return 0.90; }
 
  private:
   sim::Workload workload_;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include "tests/tools/private_data_home.h"
+#include "tests/tools/shell_command.h"
 
 namespace attune {
 namespace {
@@ -24,17 +25,8 @@ struct Outcome {
 };
 
 Outcome run(const std::string& command) {
-  Outcome outcome;
-  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  std::array<char, 8192> buffer{};
-  std::size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    outcome.out.append(buffer.data(), read);
-  }
-  const int status = ::pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
+  const testing_support::CommandOutcome run = testing_support::run_shell(command);
+  return Outcome{run.exit_code, run.out};
 }
 
 std::string attune() { return std::string(ATTUNE_BIN_DIR) + "/attune"; }

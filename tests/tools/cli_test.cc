@@ -12,6 +12,7 @@
 #include "events/codec.h"
 #include "events/event_store.h"
 #include "tests/tools/private_data_home.h"
+#include "tests/tools/shell_command.h"
 
 namespace attune {
 namespace {
@@ -26,26 +27,9 @@ struct Outcome {
 
 // Runs `attune ARGS` with stdout and stderr captured separately.
 Outcome attune(const std::string& args) {
-  const fs::path err_file =
-      fs::temp_directory_path() / ("attune-cli-err-" + std::to_string(::getpid()));
-  const std::string command =
-      std::string(ATTUNE_BIN_DIR) + "/attune " + args + " 2>" + err_file.string();
-  Outcome outcome;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  std::array<char, 4096> buffer{};
-  std::size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    outcome.out.append(buffer.data(), read);
-  }
-  const int status = ::pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  std::stringstream text;
-  text << err.rdbuf();
-  outcome.err = text.str();
-  fs::remove(err_file);
-  return outcome;
+  const testing_support::CommandOutcome run =
+      testing_support::run_shell(std::string(ATTUNE_BIN_DIR) + "/attune " + args);
+  return Outcome{run.exit_code, run.out, run.err};
 }
 
 int lines_of(const std::string& text) {
@@ -149,6 +133,7 @@ TEST_F(Cli, CampaignRunOpensTheCampaignAndTheViewsShowIt) {
 }
 
 TEST_F(Cli, TheSameCampaignFileAndSeedGiveTheSameLedgerBytes) {
+  fs::remove_all(attune::testing_support::private_data_home() / "attune");
   const std::string id = open_campaign();
   Outcome first = attune("ledger export --db " + db() + " --campaign " + id);
   fs::remove_all(db());

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 #include "tests/tools/private_data_home.h"
+#include "tests/tools/shell_command.h"
 
 namespace attune {
 namespace {
@@ -22,17 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string run_out(const std::string& command, int* exit_code) {
-  std::string out;
-  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 8192> buffer{};
-  std::size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    out.append(buffer.data(), read);
-  }
-  const int status = ::pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const testing_support::CommandOutcome run = testing_support::run_shell(command);
+  *exit_code = run.exit_code;
+  return run.out;
 }
 
 std::string attune() { return std::string(ATTUNE_BIN_DIR) + "/attune"; }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include "tests/tools/shell_command.h"
 
 namespace attune {
 namespace {
@@ -30,26 +31,9 @@ struct Outcome {
 
 // Runs `BINARY ARGS` from the build's bin folder with stdout and stderr captured separately.
 Outcome run(const std::string& binary, const std::string& args) {
-  const fs::path err_file =
-      fs::temp_directory_path() / ("attune-trace-err-" + std::to_string(::getpid()));
-  const std::string command =
-      std::string(ATTUNE_BIN_DIR) + "/" + binary + " " + args + " 2>" + err_file.string();
-  Outcome outcome;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  std::array<char, 4096> buffer{};
-  std::size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    outcome.out.append(buffer.data(), read);
-  }
-  const int status = ::pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  std::stringstream text;
-  text << err.rdbuf();
-  outcome.err = text.str();
-  fs::remove(err_file);
-  return outcome;
+  const testing_support::CommandOutcome run =
+      testing_support::run_shell(std::string(ATTUNE_BIN_DIR) + "/" + binary + " " + args);
+  return Outcome{run.exit_code, run.out, run.err};
 }
 
 Outcome attune(const std::string& args) { return run("attune", args); }

@@ -22,6 +22,7 @@ constexpr double kOomPlanDiscount = 0.8;   // a layout that needs a rule-5 retry
 constexpr double kOffDiagnosisConfidence = 0.6;
 constexpr double kUnclearBottleneckRatio = 0.8;  // second cost within this of the first
 constexpr int kLayoutCandidatesMax = 60;
+constexpr std::size_t kSweepsCachedMax = 64;
 
 struct Candidate {
   Recipe recipe;
@@ -336,8 +337,23 @@ struct Context {
   std::set<std::string> seen;  // recipe hashes proposed or run
   Evidence evidence;
   ExpertDiagnosis diagnosis;
-  std::vector<LearnedRule> learned;  // read when the campaign opened
+  std::vector<LearnedRule> learned;                           // read when the campaign opened
+  std::map<std::string, sim::SweepResult>* sweeps = nullptr;  // by recipe hash
 };
+
+// The layout sweep around `recipe` (a pure function of it, so kept across answers).
+Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
+                                      const sim::SweepOptions& options) {
+  const std::string key = recipe_hash(recipe);
+  auto found = c.sweeps->find(key);
+  if (found != c.sweeps->end()) return found->second;
+  auto result = sim::sweep(c.w, recipe, options);
+  if (result.ok()) {
+    if (c.sweeps->size() >= kSweepsCachedMax) c.sweeps->clear();
+    (*c.sweeps)[key] = result.value();
+  }
+  return result;
+}
 
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
 // allowed by the policy, valid for Megatron. Fills recipe, parent, set; the caller scores it.
@@ -386,7 +402,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   options.vary_recompute = false;
   options.vary_dispatcher = false;
   options.vary_offload = false;
-  auto plain = sim::sweep(c.w, parent_recipe, options);
+  auto plain = layout_sweep(c, parent_recipe, options);
   // Layouts that only fit with full recomputation: proposed as they are, expected to run out of
   // memory, then retried with recomputation (rule 5).
   sim::Layout with_full = decoded_parent.value();
@@ -396,7 +412,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   auto full_recipe = sim::apply_layout(parent_recipe, with_full);
   Result<sim::SweepResult> saved = make_error("parent already recomputes fully");
   if (full_recipe.ok() && pl.recompute != sim::RecomputeGranularity::kFull) {
-    saved = sim::sweep(c.w, full_recipe.value(), options);
+    saved = layout_sweep(c, full_recipe.value(), options);
   }
   auto add_layout = [&](const sim::SweepEntry& entry, bool needs_retry) {
     sim::Layout layout = entry.layout.layout;
@@ -487,7 +503,7 @@ ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog cat
 
 TunerAnswer ExpertTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
-  Context c{workload_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}};
+  Context c{workload_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}, &sweeps_};
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, state, view.baseline);

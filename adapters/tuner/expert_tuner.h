@@ -26,8 +26,10 @@
 // same questions and gets the same answers.
 #pragma once
 
+#include <map>
 #include <string>
 
+#include "adapters/simulator/sweep.h"
 #include "adapters/simulator/workload.h"
 #include "adapters/tuner/lever_catalog.h"
 #include "core/ports.h"
@@ -52,6 +54,7 @@ class ExpertTuner final : public Tuner {
   sim::Workload workload_;
   Policy policy_;
   LeverCatalog catalog_;
+  std::map<std::string, sim::SweepResult> sweeps_;  // layout sweeps by recipe hash
 };
 
 }  // namespace attune

@@ -207,7 +207,8 @@ struct Kernel {
   bool backward_thread = false;
   bool comm = false;  // an NCCL kernel with CommArgs
   CommArgs args;
-  int scope = -1;  // index of the CPU scope that launched it
+  int scope = -1;               // index of the CPU scope that launched it
+  bool after_host_gap = false;  // the GPU waited for the host before it
 };
 
 struct Scope {
@@ -234,7 +235,11 @@ class Timeline {
 
   double cursor_us() const { return cursor_us_; }
   void advance_to(double us) { cursor_us_ = std::max(cursor_us_, us); }
-  void gap(double us) { cursor_us_ += std::max(0.0, us); }
+  // The GPU waits `us` for the host: the next compute kernel is launched just before it runs.
+  void gap(double us) {
+    cursor_us_ += std::max(0.0, us);
+    host_gap_pending_ = host_gap_pending_ || us > 0;
+  }
 
   int open_scope(std::string name, bool backward_thread) {
     scopes.push_back(Scope{std::move(name), backward_thread});
@@ -245,6 +250,8 @@ class Timeline {
     if (dur_us <= 0) return;
     kernels.push_back(
         Kernel{name, kComputeStream, cursor_us_, dur_us, backward_thread, false, {}, scope});
+    kernels.back().after_host_gap = host_gap_pending_;
+    host_gap_pending_ = false;
     cursor_us_ += dur_us;
   }
 
@@ -277,6 +284,7 @@ class Timeline {
 
  private:
   double cursor_us_;
+  bool host_gap_pending_ = false;
   std::map<int, double> stream_end_us_;
 };
 
@@ -942,6 +950,8 @@ std::string kineto_trace_json(const Workload& workload, const Recipe& recipe,
     }
     double& cursor = kernel.backward_thread ? autograd_cursor : main_cursor;
     double at = std::max(cursor, kernel.start_us - kLaunchLeadMaxUs);
+    // After a host gap the host, not the GPU, was behind: the launch comes just before the run.
+    if (kernel.after_host_gap) at = std::max(at, kernel.start_us - launch_us - 0.5);
     at = std::min(at, kernel.start_us - launch_us - 0.5);
     launch_at[i] = at;
     cursor = std::max(cursor, at + launch_us);

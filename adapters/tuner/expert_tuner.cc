@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -559,59 +560,59 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
                             "}; memory margin " + percent(c.evidence.memory_margin) +
                             "; estimator confidence " + percent(c.evidence.confidence);
 
-  // A run that hung after a change: overlapping communication streams can deadlock, so it is
-  // retried without the data-parallel gradient-reduce overlap before it is ruled out.
-  for (const auto& [id, run] : state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.failed ||
-        run.failed->failure_class != FailureClass::kHang || retried.contains(id)) {
-      continue;
+  // Failed runs are retried before they are ruled out: a search run that failed with `failure`
+  // and has no retry yet gets one value of `move` that `accept` takes (from the failed layout).
+  const sim::Prediction leader_p = sim::predict(workload_, leader);
+  auto retry = [&](FailureClass failure, const std::string& move, const std::string& lever_name,
+                   const std::function<bool(const sim::Layout&, const sim::Layout&)>& accept,
+                   const std::string& why) -> std::optional<Candidate> {
+    for (const auto& [id, run] : state.runs) {
+      if (run.purpose != RunPurpose::kSearch || !run.failed ||
+          run.failed->failure_class != failure || retried.contains(id)) {
+        continue;
+      }
+      const Recipe failed = recipe_of(state, id, view.baseline);
+      auto layout = sim::decode_layout(workload_, failed);
+      if (!layout.ok()) continue;
+      for (const sim::Layout& value : move_values(workload_, layout.value(), move)) {
+        if (!accept(layout.value(), value)) continue;
+        auto recipe = sim::apply_layout(failed, value);
+        if (!recipe.ok()) continue;
+        auto cand = admissible(c, failed, id, std::move(recipe).value());
+        if (!cand) continue;
+        const sim::Prediction p = sim::predict(workload_, cand->recipe);
+        if (!p.valid) continue;
+        const CatalogLever* lever = find_lever(catalog_, lever_name);
+        cand->lever = lever_name;
+        cand->mechanism = lever ? lever->mechanism : lever_name;
+        cand->expected_gain =
+            leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
+        cand->rule = "run " + std::to_string(id) + " " + why;
+        return cand;
+      }
     }
-    const Recipe hung = recipe_of(state, id, view.baseline);
-    auto layout = sim::decode_layout(workload_, hung);
-    if (!layout.ok() || !layout->overlap_grad_reduce) continue;
-    for (const sim::Layout& value : move_values(workload_, layout.value(), "dp-overlap")) {
-      if (value.overlap_param_gather && !layout->overlap_param_gather) continue;  // turns one on
-      auto recipe = sim::apply_layout(hung, value);
-      if (!recipe.ok()) continue;
-      auto cand = admissible(c, hung, id, std::move(recipe).value());
-      if (!cand) continue;
-      const CatalogLever* lever = find_lever(catalog_, "data-parallel-overlap");
-      cand->lever = "data-parallel-overlap";
-      cand->mechanism = lever ? lever->mechanism : "data-parallel overlap";
-      cand->rule = "run " + std::to_string(id) +
-                   " hung; overlapping streams can deadlock, so it is retried with one "
-                   "data-parallel overlap fewer before it is ruled out";
-      return to_proposal(c, *cand, rules);
-    }
+    return std::nullopt;
+  };
+  // A hang after a change: overlapping communication streams can deadlock.
+  if (auto cand = retry(
+          FailureClass::kHang, "dp-overlap", "data-parallel-overlap",
+          [](const sim::Layout& failed, const sim::Layout& value) {
+            return failed.overlap_grad_reduce &&
+                   !(value.overlap_param_gather && !failed.overlap_param_gather);
+          },
+          "hung; overlapping streams can deadlock, so it is retried with one data-parallel "
+          "overlap fewer before it is ruled out")) {
+    return to_proposal(c, *cand, rules);
   }
-
-  // Rule 5: a run that ran out of memory is retried with full recomputation first.
-  for (const auto& [id, run] : state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.failed ||
-        run.failed->failure_class != FailureClass::kOom || retried.contains(id)) {
-      continue;
-    }
-    const Recipe oom = recipe_of(state, id, view.baseline);
-    auto layout = sim::decode_layout(workload_, oom);
-    if (!layout.ok() || layout->recompute == sim::RecomputeGranularity::kFull) continue;
-    for (const sim::Layout& value : move_values(workload_, layout.value(), "recompute")) {
-      if (value.recompute != sim::RecomputeGranularity::kFull) continue;
-      auto recipe = sim::apply_layout(oom, value);
-      if (!recipe.ok()) continue;
-      auto cand = admissible(c, oom, id, std::move(recipe).value());
-      if (!cand) continue;
-      const sim::Prediction p = sim::predict(workload_, cand->recipe);
-      if (!p.valid) continue;
-      const sim::Prediction leader_p = sim::predict(workload_, leader);
-      cand->lever = "recompute";
-      const CatalogLever* lever = find_lever(catalog_, "recompute");
-      cand->mechanism = lever ? lever->mechanism : "recomputation";
-      cand->expected_gain =
-          leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
-      cand->rule = "rule 5: run " + std::to_string(id) +
-                   " ran out of memory; retried with full recomputation before it is ruled out";
-      return to_proposal(c, *cand, rules);
-    }
+  // Rule 5: an out-of-memory layout gets its memory savings back first.
+  if (auto cand = retry(
+          FailureClass::kOom, "recompute", "recompute",
+          [](const sim::Layout& failed, const sim::Layout& value) {
+            return failed.recompute != sim::RecomputeGranularity::kFull &&
+                   value.recompute == sim::RecomputeGranularity::kFull;
+          },
+          "ran out of memory; rule 5: retried with full recomputation before it is ruled out")) {
+    return to_proposal(c, *cand, rules);
   }
 
   std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);

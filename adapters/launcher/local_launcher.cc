@@ -416,4 +416,11 @@ Result<std::string> LocalLauncher::read_log(const std::string& log_path) const {
   return read_text_file(absolute(log_path));
 }
 
+Result<std::string> LocalLauncher::read_log_so_far(RunId run_id) const {
+  auto found = active_.find(run_id);
+  if (found == active_.end())
+    return make_error("run " + std::to_string(run_id) + " is not running");
+  return read_text_file(absolute(found->second->log_path));
+}
+
 }  // namespace attune

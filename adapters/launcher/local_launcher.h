@@ -63,6 +63,7 @@ class LocalLauncher final : public Launcher {
   // expected_seconds_per_step × steps × GPUs, in hours.
   double expected_gpu_hours(const LaunchSpec& spec) const override;
   Result<std::string> read_log(const std::string& log_path) const override;
+  Result<std::string> read_log_so_far(RunId run_id) const override;
 
   struct Job;
 

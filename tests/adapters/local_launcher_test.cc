@@ -112,9 +112,13 @@ TEST_F(LocalLauncherTest, SimJobInRealTimeCompletesWithAGrowingLog) {
   ASSERT_TRUE(recipe.ok()) << recipe.error();
   ASSERT_TRUE(launcher->submit(spec("c1-run7", canonical_text(recipe.value()))).ok());
   std::set<std::int64_t> progress_seen;
+  std::set<std::size_t> log_sizes_seen;  // what the early-abort pruner reads while the job runs
   run_until([&] { return has(JobReport::Kind::kFinished); },
             [&] {
               if (auto at = launcher->last_progress_unix_ns(7)) progress_seen.insert(*at);
+              if (auto so_far = launcher->read_log_so_far(7); so_far.ok()) {
+                log_sizes_seen.insert(so_far->size());
+              }
             });
 
   ASSERT_EQ(reports_.size(), 3u);
@@ -127,10 +131,15 @@ TEST_F(LocalLauncherTest, SimJobInRealTimeCompletesWithAGrowingLog) {
   EXPECT_GE(finished().at_unix_ns, reports_[1].at_unix_ns);
   EXPECT_FALSE(fs::path(finished().log_path).is_absolute());
   EXPECT_GE(progress_seen.size(), 3u) << "the log grew while the job ran";
+  EXPECT_GE(log_sizes_seen.size(), 3u) << "the log so far grew while the job ran";
+  EXPECT_FALSE(launcher->read_log_so_far(99).ok()) << "an unknown run has no log";
   EXPECT_FALSE(launcher->last_progress_unix_ns(7).has_value());
   auto log = launcher->read_log(finished().log_path);
   ASSERT_TRUE(log.ok()) << log.error();
   EXPECT_NE(log->find("iteration       14/      14"), std::string::npos) << *log;
+  auto so_far = launcher->read_log_so_far(7);
+  ASSERT_TRUE(so_far.ok()) << so_far.error();
+  EXPECT_EQ(*so_far, *log) << "once the job ended, the log so far is the whole log";
 }
 
 TEST_F(LocalLauncherTest, NonZeroExitIsFailedWithItsOutputInTheLog) {

@@ -569,4 +569,11 @@ Result<std::string> SlurmLauncher::read_log(const std::string& log_path) const {
   return read_text_file((fs::path(root_) / log_path).string());
 }
 
+Result<std::string> SlurmLauncher::read_log_so_far(RunId run_id) const {
+  auto found = active_.find(run_id);
+  if (found == active_.end())
+    return make_error("run " + std::to_string(run_id) + " is not running");
+  return read_text_file(found->second->log_file);
+}
+
 }  // namespace attune

@@ -72,6 +72,7 @@ class SlurmLauncher final : public Launcher {
   // expected_seconds_per_step × steps × GPUs, in hours.
   double expected_gpu_hours(const LaunchSpec& spec) const override;
   Result<std::string> read_log(const std::string& log_path) const override;
+  Result<std::string> read_log_so_far(RunId run_id) const override;
 
   // What the cluster keeps about finished jobs, as found when the launcher opened.
   const SlurmRecords& records() const { return records_; }

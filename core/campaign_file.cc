@@ -11,6 +11,7 @@
 
 #include "events/event_store.h"
 #include "events/sha256.h"
+#include "gate/toml_names.h"
 
 namespace attune {
 namespace {
@@ -41,7 +42,7 @@ class TableReader {
       out = *value;
       return std::nullopt;
     }
-    return wrong(*node, key, "a string", type_name(*node));
+    return wrong(*node, key, "a string", toml_type_name(*node));
   }
 
   std::optional<Error> count(std::string_view key, std::uint32_t& out, bool required,
@@ -49,7 +50,7 @@ class TableReader {
     const toml::node* node = find(key);
     if (!node) return required ? std::optional<Error>(missing(key, "an integer")) : std::nullopt;
     auto value = node->value_exact<std::int64_t>();
-    if (!value) return wrong(*node, key, "an integer", type_name(*node));
+    if (!value) return wrong(*node, key, "an integer", toml_type_name(*node));
     if (*value < min || *value > max) {
       return wrong(*node, key,
                    "an integer from " + std::to_string(min) + " to " + std::to_string(max),
@@ -65,7 +66,7 @@ class TableReader {
     auto value = node->value_exact<std::int64_t>();
     if (!value || *value < 0) {
       return wrong(*node, key, "a non-negative integer",
-                   value ? std::to_string(*value) : type_name(*node));
+                   value ? std::to_string(*value) : toml_type_name(*node));
     }
     out = static_cast<std::uint64_t>(*value);
     return std::nullopt;
@@ -75,7 +76,7 @@ class TableReader {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
     auto value = node->value<double>();
-    if (!value) return wrong(*node, key, "a number", type_name(*node));
+    if (!value) return wrong(*node, key, "a number", toml_type_name(*node));
     if (!(*value >= min && *value <= max)) {
       std::ostringstream range;
       range << "a number from " << min << " to " << max;
@@ -91,12 +92,12 @@ class TableReader {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
     const toml::array* array = node->as_array();
-    if (!array) return wrong(*node, key, "an array of strings", type_name(*node));
+    if (!array) return wrong(*node, key, "an array of strings", toml_type_name(*node));
     out.clear();
     for (const toml::node& item : *array) {
       auto value = item.value<std::string>();
       if (!value || value->empty()) {
-        return wrong(item, key, "an array of non-empty strings", type_name(item));
+        return wrong(item, key, "an array of non-empty strings", toml_type_name(item));
       }
       out.push_back(*value);
     }
@@ -131,25 +132,6 @@ class TableReader {
  private:
   std::string qualified(std::string_view key) const {
     return section_.empty() ? std::string(key) : "[" + section_ + "] " + std::string(key);
-  }
-
-  static std::string type_name(const toml::node& node) {
-    switch (node.type()) {
-      case toml::node_type::string:
-        return "a string";
-      case toml::node_type::integer:
-        return "an integer";
-      case toml::node_type::floating_point:
-        return "a float";
-      case toml::node_type::boolean:
-        return "a boolean";
-      case toml::node_type::table:
-        return "a table";
-      case toml::node_type::array:
-        return "an array";
-      default:
-        return "a date or time";
-    }
   }
 
   static std::string join(const std::set<std::string_view>& keys) {

@@ -12,6 +12,7 @@
 #include "events/arg_catalog.h"
 #include "events/recipe.h"
 #include "events/sha256.h"
+#include "gate/toml_names.h"
 
 namespace attune {
 namespace {
@@ -29,25 +30,6 @@ std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   std::replace(text.begin(), text.end(), '\r', ' ');
   return text;
-}
-
-std::string type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    default:
-      return "a date or time";
-  }
 }
 
 std::optional<ObjectiveClass> parse_class(std::string_view text) {
@@ -163,7 +145,8 @@ class PolicyReader {
     }
     auto value = node->value_exact<std::string>();
     if (!value)
-      return error_at(line_of(*node), section, key, "expected a string, found " + type_name(*node));
+      return error_at(line_of(*node), section, key,
+                      "expected a string, found " + toml_type_name(*node));
     if (value->empty())
       return error_at(line_of(*node), section, key, "expected a non-empty string");
     out = *value;
@@ -191,7 +174,7 @@ class PolicyReader {
     if (rows == nullptr || !rows->is_array_of_tables()) {
       return error_at(line_of(*node), "", section,
                       "expected an array of tables ([[" + std::string(section) + "]]), found " +
-                          type_name(*node));
+                          toml_type_name(*node));
     }
     if (rows->size() > kPolicyRowsMax) {
       return error_at(line_of(*node), "", section,
@@ -241,7 +224,7 @@ class PolicyReader {
     std::optional<std::string> written = scalar_text(node);
     if (!written) {
       return error_at(line_of(node), section, key,
-                      "expected a string, number or boolean, found " + type_name(node));
+                      "expected a string, number or boolean, found " + toml_type_name(node));
     }
     if (*written == kAbsent) {
       out.reset();
@@ -352,7 +335,7 @@ class PolicyReader {
     if (values == nullptr || values->empty()) {
       return error_at(line_of(*values_node), kSection, "values",
                       "expected a non-empty array of values, found " +
-                          (values ? std::string("an empty array") : type_name(*values_node)));
+                          (values ? std::string("an empty array") : toml_type_name(*values_node)));
     }
     if (values->size() > kPolicySwapValuesMax) {
       return error_at(line_of(*values_node), kSection, "values",
@@ -420,7 +403,7 @@ class PolicyReader {
     if (when == nullptr || when->empty()) {
       return error_at(line_of(*when_node), kSection, "when",
                       "expected a non-empty table of setting = value, found " +
-                          (when ? std::string("an empty table") : type_name(*when_node)));
+                          (when ? std::string("an empty table") : toml_type_name(*when_node)));
     }
     if (when->size() > kPolicyDefectConditionsMax) {
       return error_at(line_of(*when_node), kSection, "when",

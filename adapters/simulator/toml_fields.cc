@@ -3,27 +3,10 @@
 #include <cmath>
 #include <sstream>
 
+#include "gate/toml_names.h"
+
 namespace attune::sim {
 namespace {
-
-std::string type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    default:
-      return "a date or time";
-  }
-}
 
 std::string number_text(double value) {
   std::ostringstream out;
@@ -73,7 +56,7 @@ void TomlFields::read(std::string_view key, std::string& out, bool required) {
     return;
   }
   if (!node->is_string()) {
-    fail(line_of(node), key, "expects a string, found " + type_name(*node));
+    fail(line_of(node), key, "expects a string, found " + toml_type_name(*node));
     return;
   }
   out = node->as_string()->get();
@@ -87,7 +70,7 @@ void TomlFields::read(std::string_view key, bool& out, bool required) {
     return;
   }
   if (!node->is_boolean()) {
-    fail(line_of(node), key, "expects true or false, found " + type_name(*node));
+    fail(line_of(node), key, "expects true or false, found " + toml_type_name(*node));
     return;
   }
   out = node->as_boolean()->get();
@@ -102,7 +85,7 @@ void TomlFields::read(std::string_view key, int& out, bool required, int minimum
   }
   if (!node->is_integer()) {
     fail(line_of(node), key,
-         "expects an integer >= " + std::to_string(minimum) + ", found " + type_name(*node));
+         "expects an integer >= " + std::to_string(minimum) + ", found " + toml_type_name(*node));
     return;
   }
   const std::int64_t value = node->as_integer()->get();
@@ -128,7 +111,7 @@ void TomlFields::read(std::string_view key, double& out, bool required, double m
   } else if (node->is_floating_point()) {
     value = node->as_floating_point()->get();
   } else {
-    fail(line_of(node), key, "expects a number, found " + type_name(*node));
+    fail(line_of(node), key, "expects a number, found " + toml_type_name(*node));
     return;
   }
   if (!std::isfinite(value) || value < minimum || value > maximum) {

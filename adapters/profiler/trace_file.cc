@@ -668,6 +668,24 @@ class StructureScanner {
   std::size_t at_ = 0;
 };
 
+// Adds each event of `events` to `builder`, numbering them from `index` on (HTA's event index
+// counts every event of traceEvents, across chunks).
+Status add_events(TraceBuilder& builder, od::array& events, std::uint32_t& index,
+                  const std::string& label) {
+  for (auto event_result : events) {
+    od::object event;
+    if (auto error = event_result.get_object().get(event)) {
+      return make_error(error == simdjson::INCORRECT_TYPE
+                            ? label + ": traceEvents[" + std::to_string(index) +
+                                  "] is not an object"
+                            : error_text(label, error));
+    }
+    if (auto error = builder.add_event(event, index)) return make_error(error_text(label, error));
+    ++index;
+  }
+  return Ok{};
+}
+
 // The whole document at once: for what the scan cannot split, so that malformed input gets
 // simdjson's precise error.
 Result<RankTrace> parse_whole(simdjson::padded_string_view json, RankTrace trace,
@@ -694,18 +712,8 @@ Result<RankTrace> parse_whole(simdjson::padded_string_view json, RankTrace trace
         return make_error(label + ": traceEvents is not an array");
       }
       std::uint32_t index = 0;
-      for (auto event_result : events) {
-        od::object event;
-        if (auto error = event_result.get_object().get(event)) {
-          return make_error(error == simdjson::INCORRECT_TYPE
-                                ? label + ": traceEvents[" + std::to_string(index) +
-                                      "] is not an object"
-                                : error_text(label, error));
-        }
-        if (auto error = builder.add_event(event, index)) {
-          return make_error(error_text(label, error));
-        }
-        ++index;
+      if (Status added = add_events(builder, events, index, label); !added.ok()) {
+        return make_error(added.error());
       }
       trace.event_count = index;
       saw_events = true;
@@ -767,18 +775,8 @@ Result<RankTrace> parse_padded(PaddedBuffer& buffer, const std::string& label) {
     }
     od::array events;
     if (auto error = document.get_array().get(events)) return make_error(error_text(label, error));
-    for (auto event_result : events) {
-      od::object event;
-      if (auto error = event_result.get_object().get(event)) {
-        return make_error(error == simdjson::INCORRECT_TYPE
-                              ? label + ": traceEvents[" + std::to_string(index) +
-                                    "] is not an object"
-                              : error_text(label, error));
-      }
-      if (auto error = builder.add_event(event, index)) {
-        return make_error(error_text(label, error));
-      }
-      ++index;
+    if (Status added = add_events(builder, events, index, label); !added.ok()) {
+      return make_error(added.error());
     }
     open = close;
   }

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/tools/shell_command.h"
+
 namespace attune::slurm_test {
 namespace {
 
@@ -41,17 +43,11 @@ Cluster& cluster() {
 }
 
 CommandResult shell(const std::string& command_line) {
+  const testing_support::CommandOutcome run =
+      testing_support::run_shell("SLURM_CONF=" + cluster().conf() + " " + command_line);
   CommandResult result;
-  const std::string full = "SLURM_CONF=" + cluster().conf() + " " + command_line;
-  FILE* pipe = ::popen(full.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 8192> buffer{};
-  std::size_t read = 0;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    result.out.append(buffer.data(), read);
-  }
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.exit_code = run.exit_code;
+  result.out = run.out;
   return result;
 }
 

@@ -422,6 +422,7 @@ CampaignOpened campaign_opened(const CampaignSpec& spec) {
   opened.band_k = spec.band_k;
   opened.calibration_runs = spec.calibration_runs;
   opened.tuner = spec.tuner;
+  opened.tuner_options = spec.tuner_options_toml;
   opened.seed = spec.seed;
   opened.reality_seed = spec.reality_seed;
   opened.campaign_file_hash = spec.file_hash;

@@ -155,6 +155,13 @@ class Tuner {
   // A black-box search's early abort: a search run slower than this fraction of the leader after
   // kPruneSteadySteps steady steps is cancelled and scored zero. nullopt: never pruned.
   virtual std::optional<double> prune_below_leader_fraction() const { return std::nullopt; }
+  // Facts the tuner asks the ledger to keep (ToolCalled, LlmCharged, AccessDenied), taken by the
+  // runtime after every next() and appended as the tuner's events ("tuner:<name>").
+  virtual std::vector<Body> take_events() { return {}; }
+  // An interactive tuner (an external agent on the control socket) answers TunerWait while its
+  // agent thinks: the runtime then keeps the campaign open rather than stopping the search, and
+  // the agent's commands reach the runtime through CampaignRuntime::propose and record_stop.
+  virtual bool waits_for_input() const { return false; }
 };
 
 }  // namespace attune

@@ -21,7 +21,7 @@ constexpr std::string_view kHashAlgorithm = "sha256";
 
 // The Body variant and the schema's body union list the same 18 types; a body added to one without
 // the other must not compile.
-static_assert(std::variant_size_v<Body> == 18);
+static_assert(std::variant_size_v<Body> == 20);
 
 // ---- Enums: C++ -> wire -------------------------------------------------------------------------
 // Mapped one name at a time, never by cast, so that the two enums may be reordered or extended
@@ -369,6 +369,7 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setExpectedSecondsPerStep(value.expected_seconds_per_step);
   out.setLearnedRules(as_text(value.learned_rules));
   out.setLearnedRulesPath(as_text(value.learned_rules_path));
+  out.setTunerOptions(as_text(value.tuner_options));
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -533,6 +534,25 @@ void write(const LeverRuleLearned& value, BodyBuilder body) {
   fill<RunId>(out.initEvidenceRunIds(list_size(value.evidence_run_ids)), value.evidence_run_ids);
 }
 
+void write(const ToolCalled& value, BodyBuilder body) {
+  auto out = body.initToolCalled();
+  out.setTool(as_text(value.tool));
+  out.setInput(as_text(value.input));
+  out.setResult(as_text(value.result));
+  out.setAllowed(value.allowed);
+  out.setSourceLocation(as_text(value.source_location));
+  out.setTurn(value.turn);
+}
+
+void write(const LlmCharged& value, BodyBuilder body) {
+  auto out = body.initLlmCharged();
+  out.setTurn(value.turn);
+  out.setModel(as_text(value.model));
+  out.setInputTokens(value.input_tokens);
+  out.setOutputTokens(value.output_tokens);
+  out.setCostUsd(value.cost_usd);
+}
+
 // ---- Reading ------------------------------------------------------------------------------------
 
 // Keeps the first problem found while reading a message. Readers carry on with a default value so
@@ -689,6 +709,7 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.expected_seconds_per_step = in.getExpectedSecondsPerStep();
   value.learned_rules = read_text(in.getLearnedRules());
   value.learned_rules_path = read_text(in.getLearnedRulesPath());
+  value.tuner_options = read_text(in.getTunerOptions());
   return value;
 }
 
@@ -869,6 +890,27 @@ LeverRuleLearned read(wire::LeverRuleLearned::Reader in, Problems&) {
   return value;
 }
 
+ToolCalled read(wire::ToolCalled::Reader in, Problems&) {
+  ToolCalled value;
+  value.tool = read_text(in.getTool());
+  value.input = read_text(in.getInput());
+  value.result = read_text(in.getResult());
+  value.allowed = in.getAllowed();
+  value.source_location = read_text(in.getSourceLocation());
+  value.turn = in.getTurn();
+  return value;
+}
+
+LlmCharged read(wire::LlmCharged::Reader in, Problems&) {
+  LlmCharged value;
+  value.turn = in.getTurn();
+  value.model = read_text(in.getModel());
+  value.input_tokens = in.getInputTokens();
+  value.output_tokens = in.getOutputTokens();
+  value.cost_usd = in.getCostUsd();
+  return value;
+}
+
 Body read_body(wire::Envelope::Body::Reader in, Problems& problems) {
   using Which = wire::Envelope::Body::Which;
   switch (in.which()) {
@@ -908,6 +950,10 @@ Body read_body(wire::Envelope::Body::Reader in, Problems& problems) {
       return read(in.getAccessDenied(), problems);
     case Which::LEVER_RULE_LEARNED:
       return read(in.getLeverRuleLearned(), problems);
+    case Which::TOOL_CALLED:
+      return read(in.getToolCalled(), problems);
+    case Which::LLM_CHARGED:
+      return read(in.getLlmCharged(), problems);
   }
   problems.add("body: unknown union member " + std::to_string(static_cast<unsigned>(in.which())));
   return Body{};

@@ -116,6 +116,7 @@ struct CampaignOpened {
   double expected_seconds_per_step = 0.0;  // the local launcher's cost estimate
   std::string learned_rules;       // the learned-rules catalog as read at the start (JSON lines)
   std::string learned_rules_path;  // where the campaign appends what it learns; empty: nowhere
+  std::string tuner_options;       // the campaign file's [tuner] table (TOML text)
 
   friend bool operator==(const CampaignOpened&, const CampaignOpened&) = default;
 };
@@ -324,10 +325,36 @@ struct LeverRuleLearned {
   friend bool operator==(const LeverRuleLearned&, const LeverRuleLearned&) = default;
 };
 
+// A tool call of an agent tuner and its answer. A framework-source read records where it read
+// (the paper's rule 3: read a flag's implementation before using it).
+struct ToolCalled {
+  std::string tool;
+  std::string input;   // the arguments, JSON
+  std::string result;  // the answer, cut to kToolResultBytesMax
+  bool allowed = true;
+  std::string source_location;  // "path:first-last" for framework-source reads
+  std::uint32_t turn = 0;
+
+  friend bool operator==(const ToolCalled&, const ToolCalled&) = default;
+};
+inline constexpr std::size_t kToolResultBytesMax = 4096;
+
+// One LLM turn's tokens and cost, on the LLM account.
+struct LlmCharged {
+  std::uint32_t turn = 0;
+  std::string model;
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  double cost_usd = 0.0;
+
+  friend bool operator==(const LlmCharged&, const LlmCharged&) = default;
+};
+
 using Body = std::variant<CampaignOpened, CandidateProposed, LaunchRefused, LaunchAdmitted,
                           JobSubmitted, JobStarted, JobFinished, RunMeasured, RunFailed, Charged,
                           BandSet, VerdictRecorded, ProfileAnalyzed, StopRecorded,
-                          ConvergenceChecked, RecipeShipped, AccessDenied, LeverRuleLearned>;
+                          ConvergenceChecked, RecipeShipped, AccessDenied, LeverRuleLearned,
+                          ToolCalled, LlmCharged>;
 
 // What a writer hands to the store: the store assigns sequence numbers and hashes.
 struct NewEvent {

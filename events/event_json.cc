@@ -93,7 +93,8 @@ json fields(const CampaignOpened& value) {
           {"job_template", value.job_template},
           {"expected_seconds_per_step", value.expected_seconds_per_step},
           {"learned_rules", value.learned_rules},
-          {"learned_rules_path", value.learned_rules_path}};
+          {"learned_rules_path", value.learned_rules_path},
+          {"tuner_options", value.tuner_options}};
 }
 
 json fields(const CandidateProposed& value) {
@@ -233,6 +234,20 @@ json fields(const AccessDenied& value) { return {{"object", value.object}, {"rul
 json fields(const LeverRuleLearned& value) {
   return {
       {"lever", value.lever}, {"rule", value.rule}, {"evidence_run_ids", value.evidence_run_ids}};
+}
+
+json fields(const ToolCalled& value) {
+  return {{"tool", value.tool},       {"input", value.input},
+          {"result", value.result},   {"allowed", value.allowed},
+          {"source_location", value.source_location}, {"turn", value.turn}};
+}
+
+json fields(const LlmCharged& value) {
+  return {{"turn", value.turn},
+          {"model", value.model},
+          {"input_tokens", value.input_tokens},
+          {"output_tokens", value.output_tokens},
+          {"cost_usd", value.cost_usd}};
 }
 
 // RFC 4180: a field is quoted, with its quotes doubled, when it holds a separator, a quote or a

@@ -75,6 +75,7 @@ struct CampaignOpened {
   expectedSecondsPerStep @31 :Float64;  # the local launcher's cost estimate
   learnedRules @32 :Text;  # the learned-rules catalog as read when the campaign opened (JSON lines)
   learnedRulesPath @33 :Text;  # where the campaign appends what it learns; empty: nowhere
+  tunerOptions @34 :Text;  # the campaign file's [tuner] table (TOML), for the tuner to read
 }
 
 struct CandidateProposed {
@@ -241,6 +242,26 @@ struct LeverRuleLearned {
   evidenceRunIds @2 :List(UInt32);
 }
 
+# A tool call of an agent tuner (an LLM over HTTP, or an external agent over the control socket):
+# what it asked, what it got, and for a framework-source read the location it read (rule 3).
+struct ToolCalled {
+  tool @0 :Text;
+  input @1 :Text;  # the call's arguments as JSON
+  result @2 :Text;  # what the tool answered (text or JSON; long answers are cut)
+  allowed @3 :Bool;  # false: the call was outside the allowed set and was not run
+  sourceLocation @4 :Text;  # framework source read: "path:first-last"; else empty
+  turn @5 :UInt32;  # the tuner's turn counter
+}
+
+# One turn of an LLM tuner, charged to the LLM account beside the GPU-hours.
+struct LlmCharged {
+  turn @0 :UInt32;
+  model @1 :Text;
+  inputTokens @2 :UInt64;
+  outputTokens @3 :UInt64;
+  costUsd @4 :Float64;
+}
+
 struct Envelope {
   sequence @0 :UInt64;
   campaignId @1 :Text;
@@ -268,5 +289,7 @@ struct Envelope {
     recipeShipped @22 :RecipeShipped;
     accessDenied @23 :AccessDenied;
     leverRuleLearned @24 :LeverRuleLearned;
+    toolCalled @25 :ToolCalled;
+    llmCharged @26 :LlmCharged;
   }
 }

@@ -11,7 +11,8 @@ const char* body_name(const Body& body) {
       "JobFinished",     "RunMeasured",       "RunFailed",
       "Charged",         "BandSet",           "VerdictRecorded",
       "ProfileAnalyzed", "StopRecorded",      "ConvergenceChecked",
-      "RecipeShipped",   "AccessDenied",      "LeverRuleLearned"};
+      "RecipeShipped",   "AccessDenied",      "LeverRuleLearned",
+      "ToolCalled",      "LlmCharged"};
   static_assert(std::size(kNames) == std::variant_size_v<Body>);
   return kNames[body.index()];
 }

@@ -209,6 +209,9 @@ void check_body(Audit& state, const Envelope& event) {
           admitted_run(state, body.run_id, "VerdictRecorded", seq);
         } else if constexpr (std::is_same_v<T, AccessDenied>) {
           state.access_denied.push_back({seq, event.actor, body.object, body.rule});
+        } else if constexpr (std::is_same_v<T, LlmCharged>) {
+          state.llm_charges.push_back({seq, event.actor, body.turn, body.model, body.input_tokens,
+                                       body.output_tokens, body.cost_usd});
         }
       },
       event.body);

@@ -8,7 +8,7 @@
 // to an admitted run; no run is measured or failed twice, or both; at most one charge per run,
 // with the admitted GPUs, released >= admitted, gpu_hours == gpus x (released - admitted) within
 // 1e-9 relative, and the job's own admission and release times when those are recorded. Also
-// lists every charge, every refused launch and every access denied. A pure value type.
+// lists every charge, every LLM turn's charge, every refused launch and every access denied. A pure value type.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +62,18 @@ struct AccessDeniedEntry {
   friend bool operator==(const AccessDeniedEntry&, const AccessDeniedEntry&) = default;
 };
 
+struct LlmChargeEntry {
+  std::uint64_t sequence = 0;
+  std::string actor;
+  std::uint32_t turn = 0;
+  std::string model;
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  double cost_usd = 0.0;
+
+  friend bool operator==(const LlmChargeEntry&, const LlmChargeEntry&) = default;
+};
+
 struct AuditRun {
   std::uint32_t gpus = 0;
   std::optional<std::int64_t> started_at_unix_ns;   // JobStarted
@@ -78,6 +90,7 @@ struct Audit {
   std::vector<ChargeEntry> charges;
   std::vector<RefusalEntry> refusals;
   std::vector<AccessDeniedEntry> access_denied;
+  std::vector<LlmChargeEntry> llm_charges;
 
   // Bookkeeping.
   std::uint64_t event_count = 0;

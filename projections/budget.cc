@@ -71,6 +71,11 @@ void evolve(Budget& state, const Envelope& event) {
           if (added) state.uncharged_run_ids.insert(body.run_id);
         } else if constexpr (std::is_same_v<T, Charged>) {
           add_charge(state, body);
+        } else if constexpr (std::is_same_v<T, LlmCharged>) {
+          ++state.llm_turns;
+          state.llm_input_tokens += body.input_tokens;
+          state.llm_output_tokens += body.output_tokens;
+          state.llm_cost_usd += non_negative(body.cost_usd);
         } else if constexpr (std::is_same_v<T, BandSet>) {
           if (body.budget_gpu_hours > 0.0) state.budget_gpu_hours = body.budget_gpu_hours;
           state.mean_launch_gpu_hours = non_negative(body.mean_launch_gpu_hours);

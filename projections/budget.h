@@ -7,7 +7,8 @@
 // charges of non-check runs), checks (tuner charges of check runs, drawn from the reserve), infra
 // (infrastructure charges, never touching the tuner's budget), in flight (expected cost of
 // admitted runs not charged yet). Exactly tuner + checks + infra == sum of all charges, each sum
-// taken in event order. No figure is ever negative: a negative charge or expected cost (an audit
+// taken in event order. LLM turns (LlmCharged) are summed on their own account, in US dollars and
+// tokens; they never touch the GPU-hour accounts. No figure is ever negative: a negative charge or expected cost (an audit
 // finding) counts as zero. A pure value type.
 #pragma once
 
@@ -42,6 +43,12 @@ struct Budget {
   double checks_gpu_hours = 0.0;
   double infra_gpu_hours = 0.0;
   double charged_gpu_hours = 0.0;  // every charge, whatever the account
+
+  // The LLM account (LlmCharged): an LLM tuner's turns, tokens and cost, beside the GPU-hours.
+  std::uint32_t llm_turns = 0;
+  std::uint64_t llm_input_tokens = 0;
+  std::uint64_t llm_output_tokens = 0;
+  double llm_cost_usd = 0.0;
 
   // Derived after every event.
   double reserve_gpu_hours = 0.0;

@@ -237,7 +237,11 @@ json to_json(const Budget& budget) {
           {"in_flight_gpu_hours", budget.in_flight_gpu_hours},
           {"remaining_gpu_hours", budget.remaining_gpu_hours},
           {"reserve_left_gpu_hours", budget.reserve_left_gpu_hours},
-          {"overshoot_gpu_hours", budget.overshoot_gpu_hours}};
+          {"overshoot_gpu_hours", budget.overshoot_gpu_hours},
+          {"llm_turns", budget.llm_turns},
+          {"llm_input_tokens", budget.llm_input_tokens},
+          {"llm_output_tokens", budget.llm_output_tokens},
+          {"llm_cost_usd", budget.llm_cost_usd}};
 }
 
 json to_json(const StopStatus& stop) {
@@ -306,7 +310,18 @@ json to_json(const Audit& audit) {
                       {"object", valid_utf8(entry.object)},
                       {"rule", valid_utf8(entry.rule)}});
   }
+  json llm = json::array();
+  for (const LlmChargeEntry& entry : audit.llm_charges) {
+    llm.push_back({{"sequence", entry.sequence},
+                   {"actor", valid_utf8(entry.actor)},
+                   {"turn", entry.turn},
+                   {"model", valid_utf8(entry.model)},
+                   {"input_tokens", entry.input_tokens},
+                   {"output_tokens", entry.output_tokens},
+                   {"cost_usd", entry.cost_usd}});
+  }
   return {{"clean", audit.findings.empty()},
+          {"llm_charges", llm},
           {"event_count", audit.event_count},
           {"findings", findings},
           {"charges", charges},

@@ -65,7 +65,12 @@ std::string budget_line(const Budget& b) {
          gpu_hours_text(b.remaining_gpu_hours) + "; reserve " +
          gpu_hours_text(b.reserve_gpu_hours) + " (checks " + gpu_hours_text(b.checks_gpu_hours) +
          ", left " + gpu_hours_text(b.reserve_left_gpu_hours) + "); infra " +
-         gpu_hours_text(b.infra_gpu_hours) + "; overshoot " + gpu_hours_text(b.overshoot_gpu_hours);
+         gpu_hours_text(b.infra_gpu_hours) + "; overshoot " + gpu_hours_text(b.overshoot_gpu_hours) +
+         (b.llm_turns == 0 ? std::string()
+                           : "; LLM $" + format_fixed(b.llm_cost_usd, 2) + " over " +
+                                 std::to_string(b.llm_turns) + " turns (" +
+                                 std::to_string(b.llm_input_tokens) + " in, " +
+                                 std::to_string(b.llm_output_tokens) + " out tokens)");
 }
 
 std::string state_line(const StopStatus& stop) {
@@ -227,6 +232,23 @@ std::string render_audit_text(const CampaignView& view) {
                      format_fixed(charge.gpu_hours, kAuditGpuHoursDecimals)});
   }
   out += "\ncharges\n" + charges.render();
+  if (!audit.llm_charges.empty()) {
+    TextTable llm({{"event", Align::kRight},
+                   {"actor"},
+                   {"turn", Align::kRight},
+                   {"model"},
+                   {"tokens in", Align::kRight},
+                   {"tokens out", Align::kRight},
+                   {"usd", Align::kRight}});
+    double total = 0.0;
+    for (const LlmChargeEntry& entry : audit.llm_charges) {
+      llm.add_row({std::to_string(entry.sequence), entry.actor, std::to_string(entry.turn),
+                   entry.model, std::to_string(entry.input_tokens),
+                   std::to_string(entry.output_tokens), format_fixed(entry.cost_usd, 4)});
+      total += entry.cost_usd;
+    }
+    out += "\nLLM charges (total $" + format_fixed(total, 2) + ")\n" + llm.render();
+  }
   TextTable refusals(
       {{"event", Align::kRight}, {"proposal", Align::kRight}, {"reason"}, {"detail"}});
   for (const RefusalEntry& refusal : audit.refusals) {

@@ -68,7 +68,8 @@ std::vector<Body> sample_bodies() {
                      "srun train.sh {recipe_file} > {log}",
                      2.5,
                      "{\"lever\":\"moe-dispatcher\"}\n",
-                     "/home/ü/.local/share/attune/learned_rules.jsonl"},
+                     "/home/ü/.local/share/attune/learned_rules.jsonl",
+                     "name = \"llm\"\nmodel = \"m\"\n"},
       CandidateProposed{
           7,
           RunPurpose::kCheck,
@@ -117,6 +118,9 @@ std::vector<Body> sample_bodies() {
       RecipeShipped{20, false, "--micro-batch-size 2", "0123abcd", 4500.25, 0.051, kUnicode},
       AccessDenied{"/etc/shadow", "outside the campaign folder"},
       LeverRuleLearned{"overlap", "helps when dp comm is exposed", {3, 20, 4'000'000'000U}},
+      ToolCalled{"read_framework_source", R"({"path":"megatron/core/x.py"})", kUnicode, false,
+                 "megatron/core/x.py:10-80", 7},
+      LlmCharged{7, "claude-x", 12'345'678'901ULL, 512, 0.125},
   };
 }
 
@@ -477,7 +481,7 @@ TEST(Decode, RejectsOtherHashAlgorithm) {
 }
 
 TEST(Decode, RejectsUnknownBodyMember) {
-  for (std::uint16_t member : {std::uint16_t{18}, std::uint16_t{65535}}) {
+  for (std::uint16_t member : {std::uint16_t{20}, std::uint16_t{65535}}) {
     Words words(encode_envelope(launch_refused_envelope(), true));
     set_u16(words.bytes_at(words.target(kRootPointer)) + kBodyDiscriminantByte, member);
     Result<Envelope> decoded = decode_envelope(words.bytes());

@@ -471,8 +471,12 @@ inline Body chaotic_body() {
       return RecipeShipped{run_id, run_id == 0, text(), text(), figure(), figure(), text()};
     case 16:
       return AccessDenied{text(), text()};
-    default:
+    case 17:
       return LeverRuleLearned{text(), text(), {run_id}};
+    case 18:
+      return ToolCalled{text(), text(), text(), run_id % 2 == 0, text(), run_id};
+    default:
+      return LlmCharged{run_id, text(), run_id * 1000ULL, run_id * 10ULL, figure()};
   }
 }
 

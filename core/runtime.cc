@@ -463,41 +463,60 @@ struct CampaignRuntime::Impl {
         return;
       }
       TunerAnswer answer = tuner.next(TunerView{state, baseline, scheduler.now_unix_ns()});
+      std::vector<Body> facts = tuner.take_events();
+      if (!facts.empty()) {
+        Status kept = append(std::move(facts), "tuner:" + tuner.name());
+        if (!kept.ok()) return set_fatal(kept.error());
+      }
       if (auto* proposal = std::get_if<TunerProposal>(&answer)) {
-        ProposeLaunch launch;
-        launch.purpose = RunPurpose::kSearch;
-        launch.recipe = std::move(proposal->recipe);
-        launch.parent_run_id = proposal->parent_run_id;
-        launch.hypothesis = proposal->hypothesis;
-        launch.profile = proposal->profile;
-        launch.steps = settings.steps_per_run;
-        launch.expected_gpu_hours =
-            estimate(launch.recipe, RunPurpose::kSearch, settings.steps_per_run);
-        if (launch.expected_gpu_hours > state.view.budget.remaining_gpu_hours &&
-            state.runs_in_flight() == 0) {
-          // Nothing in flight and the next launch cannot fit: the budget is spent.
-          stop_search(StopReason::kBudgetSpent,
-                      "the remaining " + format_fixed(state.view.budget.remaining_gpu_hours, 2) +
-                          " GPU-hours do not fit another launch");
-          return;
-        }
+        ProposeLaunch launch = search_launch(std::move(*proposal));
+        if (!launch_fits_or_stop(launch)) return;
         apply_or_die(launch, "tuner:" + tuner.name());
       } else if (auto* stop = std::get_if<TunerStop>(&answer)) {
-        StopRecorded record;
-        record.reason = StopReason::kTunerStopped;
-        record.leader_run_id = state.view.leader.run_id;
-        record.levers_tested = stop->levers_tested;
-        record.last_diagnosis = stop->last_diagnosis;
-        record.evidence = stop->evidence;
-        apply_or_die(RecordStop{record}, "tuner:" + tuner.name());
+        apply_or_die(RecordStop{tuner_stop(*stop)}, "tuner:" + tuner.name());
         return;
       } else {
-        if (state.runs_in_flight() == 0) {
+        if (state.runs_in_flight() == 0 && !tuner.waits_for_input()) {
           stop_search(StopReason::kTunerStopped, "the tuner has nothing left to propose");
         }
         return;
       }
     }
+  }
+
+  ProposeLaunch search_launch(TunerProposal proposal) const {
+    ProposeLaunch launch;
+    launch.purpose = RunPurpose::kSearch;
+    launch.recipe = std::move(proposal.recipe);
+    launch.parent_run_id = proposal.parent_run_id;
+    launch.hypothesis = std::move(proposal.hypothesis);
+    launch.profile = proposal.profile;
+    launch.steps = state.view.settings.steps_per_run;
+    launch.expected_gpu_hours =
+        estimate(launch.recipe, RunPurpose::kSearch, state.view.settings.steps_per_run);
+    return launch;
+  }
+
+  // Nothing in flight and the next launch cannot fit: the budget is spent, and the search stops.
+  bool launch_fits_or_stop(const ProposeLaunch& launch) {
+    if (launch.expected_gpu_hours <= state.view.budget.remaining_gpu_hours ||
+        state.runs_in_flight() != 0) {
+      return true;
+    }
+    stop_search(StopReason::kBudgetSpent,
+                "the remaining " + format_fixed(state.view.budget.remaining_gpu_hours, 2) +
+                    " GPU-hours do not fit another launch");
+    return false;
+  }
+
+  StopRecorded tuner_stop(const TunerStop& stop) const {
+    StopRecorded record;
+    record.reason = StopReason::kTunerStopped;
+    record.leader_run_id = state.view.leader.run_id;
+    record.levers_tested = stop.levers_tested;
+    record.last_diagnosis = stop.last_diagnosis;
+    record.evidence = stop.evidence;
+    return record;
   }
 
   void stop_search(StopReason reason, const std::string& evidence) {
@@ -769,7 +788,10 @@ Status CampaignRuntime::resume() {
 Status CampaignRuntime::run() {
   Impl& impl = *impl_;
   impl.scheduler.schedule_after(0, [&impl] { impl.step(); });
+  // An interactive tuner's agent may be thinking while nothing is scheduled: wait for it.
+  impl.scheduler.hold_open(impl.tuner.waits_for_input());
   impl.scheduler.run();
+  impl.scheduler.hold_open(false);
   if (impl.fatal) return *impl.fatal;
   if (phase_of(impl.state) != Phase::kDone) {
     return make_error("the campaign stopped before shipping (" +
@@ -779,5 +801,68 @@ Status CampaignRuntime::run() {
 }
 
 const ControlState& CampaignRuntime::state() const { return impl_->state; }
+
+ProposalOutcome CampaignRuntime::propose(const TunerProposal& proposal, const std::string& actor) {
+  Impl& impl = *impl_;
+  ProposalOutcome outcome;
+  const Phase phase = phase_of(impl.state);
+  if (phase == Phase::kShipping || phase == Phase::kDone) {
+    outcome.search_over = true;
+    outcome.detail = std::string("the campaign is ") + to_string(phase) + ", not searching";
+    // Still recorded: decide() refuses it, and the ledger keeps the refusal.
+  }
+  ProposeLaunch launch = impl.search_launch(proposal);
+  if (phase == Phase::kSearching && !impl.launch_fits_or_stop(launch)) {
+    outcome.search_over = true;
+    outcome.detail = "the budget is spent: the search stopped";
+    return outcome;
+  }
+  outcome.proposal_id = impl.state.next_proposal_id();
+  impl.apply_or_die(launch, actor);
+  for (const auto& [id, run] : impl.state.runs) {
+    if (run.proposal_id == outcome.proposal_id) {
+      outcome.admitted = true;
+      outcome.run_id = id;
+    }
+  }
+  if (!outcome.admitted) {
+    for (const RefusedProposal& refused : impl.state.view.ledger.refused) {
+      if (refused.proposal_id != outcome.proposal_id) continue;
+      outcome.refusal = to_string(refused.reason);
+      outcome.detail = refused.detail;
+    }
+  }
+  impl.step();
+  return outcome;
+}
+
+Status CampaignRuntime::record_stop(const TunerStop& stop, const std::string& actor) {
+  Impl& impl = *impl_;
+  if (phase_of(impl.state) != Phase::kSearching) {
+    return make_error(std::string("the campaign is ") + to_string(phase_of(impl.state)) +
+                      ", not searching: there is no search to stop");
+  }
+  Status status = impl.apply(RecordStop{impl.tuner_stop(stop)}, actor);
+  impl.step();
+  return status;
+}
+
+Status CampaignRuntime::record(std::vector<Body> facts, const std::string& actor) {
+  Impl& impl = *impl_;
+  std::vector<Body> kept;
+  for (Body& fact : facts) {
+    if (auto* denied = std::get_if<AccessDenied>(&fact)) {
+      Status status = impl.apply(RecordAccessDenied{*denied}, actor);
+      if (!status.ok()) return status;
+    } else if (std::holds_alternative<ToolCalled>(fact) ||
+               std::holds_alternative<LlmCharged>(fact)) {
+      Status status = impl.append({std::move(fact)}, actor);
+      if (!status.ok()) return status;
+    } else {
+      return make_error(std::string("a tuner may not record ") + body_name(fact));
+    }
+  }
+  return Ok{};
+}
 
 }  // namespace attune

@@ -43,6 +43,16 @@ struct RuntimeOptions {
   const TraceAnalyzer* trace_analyzer = nullptr;
 };
 
+// What became of a proposal made through CampaignRuntime::propose.
+struct ProposalOutcome {
+  ProposalId proposal_id = 0;  // 0: nothing was proposed (the search was already over)
+  bool admitted = false;
+  RunId run_id = 0;          // when admitted
+  std::string refusal;       // when refused: the reason ("duplicate", "layer1", ...)
+  std::string detail;        // the refusal's detail, or why the search is over
+  bool search_over = false;  // the campaign no longer searches (stopped, shipping or shipped)
+};
+
 class CampaignRuntime {
  public:
   CampaignRuntime(EventStore& store, std::string campaign_id, Policy policy, Recipe baseline,
@@ -60,6 +70,16 @@ class CampaignRuntime {
   Status run();
 
   const ControlState& state() const;
+
+  // An interactive tuner's commands (the control socket), on the scheduler's thread only, while
+  // run() runs. The same rules as for a built-in tuner's answers apply: a proposal goes through
+  // decide() and is admitted or refused (and the refusal recorded); a proposal that cannot fit
+  // the remaining budget with nothing in flight stops the search as budget-spent.
+  ProposalOutcome propose(const TunerProposal& proposal, const std::string& actor);
+  Status record_stop(const TunerStop& stop, const std::string& actor);
+  // Facts for the ledger: AccessDenied goes through decide(); ToolCalled and LlmCharged are kept
+  // as they are.
+  Status record(std::vector<Body> facts, const std::string& actor);
 
   struct Impl;
 

@@ -1,10 +1,16 @@
 #include "core/scheduler.h"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cassert>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 namespace attune {
@@ -22,24 +28,73 @@ class VirtualScheduler final : public Scheduler {
   }
 
   void run() override {
-    stopped_ = false;
-    while (!stopped_ && !queue_.empty()) {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = false;
+    }
+    for (;;) {
+      // Posted callbacks first, at the current instant.
+      std::deque<Callback> posted;
+      {
+        std::unique_lock lock(mutex_);
+        if (queue_.empty() && held_open_) {
+          wake_.wait(lock, [this] { return stopped_ || !inbox_.empty(); });
+        }
+        if (stopped_) return;
+        posted.swap(inbox_);
+      }
+      for (Callback& callback : posted) {
+        callback();
+        if (stopped()) return;
+      }
+      if (queue_.empty()) {
+        std::lock_guard lock(mutex_);
+        if (held_open_ || !inbox_.empty()) continue;
+        return;
+      }
       auto first = queue_.begin();
       assert(first->first.first >= now_);
       now_ = first->first.first;
       Callback callback = std::move(first->second);
       queue_.erase(first);
       callback();
+      if (stopped()) return;
     }
   }
 
-  void stop() override { stopped_ = true; }
+  void stop() override {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    wake_.notify_all();
+  }
+
+  void post(Callback callback) override {
+    std::lock_guard lock(mutex_);
+    inbox_.push_back(std::move(callback));
+    wake_.notify_all();
+  }
+
+  void hold_open(bool held) override {
+    std::lock_guard lock(mutex_);
+    held_open_ = held;
+    wake_.notify_all();
+  }
 
  private:
+  bool stopped() {
+    std::lock_guard lock(mutex_);
+    return stopped_;
+  }
+
   std::int64_t now_;
   std::uint64_t next_order_ = 0;
-  bool stopped_ = false;
   std::map<std::pair<std::int64_t, std::uint64_t>, Callback> queue_;
+  // Shared with other threads: post(), stop() and hold_open().
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Callback> inbox_;
+  bool stopped_ = false;
+  bool held_open_ = false;
 };
 
 class AsioScheduler final : public Scheduler {
@@ -66,8 +121,19 @@ class AsioScheduler final : public Scheduler {
 
   void stop() override { io_.stop(); }
 
+  void post(Callback callback) override { boost::asio::post(io_, std::move(callback)); }
+
+  void hold_open(bool held) override {
+    if (held) {
+      guard_.emplace(io_.get_executor());
+    } else {
+      guard_.reset();
+    }
+  }
+
  private:
   boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
 };
 
 }  // namespace

@@ -5,7 +5,8 @@
 // bit-identically), and AsioScheduler, which runs callbacks on Boost.Asio timers in real time.
 // Callbacks run one at a time on the thread that calls run(); callbacks scheduled for the same
 // instant run in the order they were scheduled. REQUIRES: external synchronization; schedule()
-// is called from callbacks or before run().
+// is called from callbacks or before run(). The exceptions are post() and stop(), which any
+// thread may call: that is how a server thread (the control socket) hands requests in.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,15 @@ class Scheduler {
   void schedule_after(std::int64_t delay_ns, Callback callback) {
     schedule_at(now_unix_ns() + delay_ns, std::move(callback));
   }
-  // Runs callbacks until none is left or stop() is called.
+  // Runs callbacks until none is left (unless held open) or stop() is called.
   virtual void run() = 0;
   virtual void stop() = 0;
+  // Thread-safe: runs `callback` on the scheduler's thread as soon as it can, at the time then
+  // current (a virtual clock does not advance for it).
+  virtual void post(Callback callback) = 0;
+  // While held open, run() waits for post()ed callbacks instead of returning when nothing is
+  // scheduled (an interactive campaign waits for its agent). Call before run().
+  virtual void hold_open(bool held) = 0;
 };
 
 // Starts at `start_unix_ns` and advances only when run() takes the next callback.

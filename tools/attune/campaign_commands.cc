@@ -8,11 +8,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
+#include "adapters/agent/control_plane.h"
+#include "adapters/agent/control_socket.h"
 #include "adapters/launcher/local_launcher.h"
 #include "adapters/launcher/sim_launcher.h"
 #include "adapters/launcher/slurm/slurm_launcher.h"
@@ -22,6 +26,7 @@
 #include "adapters/simulator/world.h"
 #include "adapters/tuner/expert_tuner.h"
 #include "adapters/tuner/learned_rules.h"
+#include "adapters/tuner/llm/llm_tuner.h"
 #include "adapters/tuner/random_tuner.h"
 #include "adapters/tuner/tpe_tuner.h"
 #include "core/campaign_file.h"
@@ -31,6 +36,7 @@
 #include "gate/policy.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
+#include "tools/attune/agent_supervisor.h"
 #include "tools/attune/campaign_runner.h"
 #include "tools/attune/cli.h"
 
@@ -43,12 +49,15 @@ struct RunOptions {
   std::string campaign_file;
   std::string db = "attune-ledger";
   std::optional<std::uint64_t> seed;
+  std::optional<std::string> tuner;  // overrides the campaign file's [tuner] name
+  AgentOptions agent;
   bool json = false;
 };
 
 struct ResumeOptions {
   std::string db;
   std::string campaign;
+  AgentOptions agent;
   bool json = false;
 };
 
@@ -236,16 +245,25 @@ Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string&
     if (!launcher.ok()) return make_error(launcher.error());
     campaign.launcher = std::move(launcher).value();
   }
-  if (opened.tuner == "random") {
+  if (opened.tuner == "external") {
+    campaign.tuner = std::make_unique<agent::ExternalTuner>();
+  } else if (opened.tuner == "random") {
     campaign.tuner = std::make_unique<RandomTuner>(campaign.workload, opened.seed);
   } else if (opened.tuner == "tpe") {
     campaign.tuner = std::make_unique<TpeTuner>(campaign.workload, opened.seed);
   } else if (opened.tuner == "expert") {
     campaign.tuner =
         std::make_unique<ExpertTuner>(campaign.workload, campaign.policy, builtin_lever_catalog());
+  } else if (opened.tuner == "llm") {
+    const Launcher* launcher = campaign.launcher.get();
+    auto tuner = LlmTuner::open(
+        opened, builtin_lever_catalog(),
+        [launcher](const std::string& log_path) { return launcher->read_log(log_path); });
+    if (!tuner.ok()) return make_error(tuner.error());
+    campaign.tuner = std::move(tuner).value();
   } else {
     return make_error("tuner '" + opened.tuner +
-                      "' is not available in this build; use expert, tpe or random");
+                      "' is not available in this build; use expert, tpe, random or llm");
   }
   return campaign;
 }
@@ -341,6 +359,101 @@ RuntimeOptions runtime_options(bool json, const TraceAnalyzer& trace_analyzer) {
   return options;
 }
 
+// How often a supervisor's stop, given up during calibration, looks again.
+constexpr std::int64_t kGiveUpRetryNs = 1'000'000'000;
+
+// The socket path of an interactive campaign, checked before the ledger is touched.
+Result<std::string> listen_path(const std::string& tuner, const AgentOptions& agent) {
+  if (tuner != "external") {
+    if (!agent.listen.empty()) {
+      return make_error(
+          "--listen serves an external agent; it needs --tuner external (the "
+          "campaign's tuner is '" +
+          tuner + "')");
+    }
+    return std::string();
+  }
+  if (agent.listen.empty()) {
+    return make_error("the external tuner needs a control socket: --listen unix:PATH");
+  }
+  return agent::parse_listen_address(agent.listen);
+}
+
+// Runs the campaign's loop. With an external tuner the control socket serves the agent while
+// the loop runs, and with an agent command the agent is kept running; `open_or_resume` is
+// called once the socket is up, so that a socket that cannot be bound changes nothing.
+Status drive(CampaignRuntime& runtime, Campaign& campaign, const std::string& socket_path,
+             const AgentOptions& agent, const std::string& agent_log_path, bool quiet,
+             const std::function<Status()>& open_or_resume) {
+  if (socket_path.empty()) {
+    Status ready = open_or_resume();
+    if (!ready.ok()) return ready;
+    return runtime.run();
+  }
+  agent::ControlPlane plane(runtime, *campaign.scheduler, *campaign.launcher);
+  agent::ControlServer server(socket_path,
+                              [&plane](const std::string& line) { return plane.handle(line); });
+  Status listening = server.start();
+  if (!listening.ok()) return listening;
+  Status ready = open_or_resume();
+  if (!ready.ok()) return ready;
+  std::unique_ptr<AgentSupervisor> supervisor;
+  if (!agent.command.empty()) {
+    AgentSupervisorOptions options;
+    options.command = agent.command;
+    options.socket_path = socket_path;
+    options.log_path = agent_log_path;
+    options.restarts_max = agent.restarts_max;
+    if (!quiet) {
+      options.progress = [](const std::string& line) {
+        static std::mutex mutex;
+        std::lock_guard lock(mutex);
+        std::cout << line << "\n" << std::flush;
+      };
+    }
+    // The agent is needed while the campaign calibrates or searches; after the stop it may
+    // end its turn for good.
+    options.agent_needed = [&plane] {
+      const auto status = nlohmann::json::parse(plane.handle(R"({"op":"status"})"), nullptr, false);
+      const std::string phase = status.is_object() ? status.value("phase", "") : "";
+      return phase == "calibrating" || phase == "searching";
+    };
+    Scheduler* scheduler = campaign.scheduler.get();
+    // A stop given up during calibration is recorded once the search begins.
+    auto record_give_up = std::make_shared<std::function<void(const std::string&)>>();
+    *record_give_up = [scheduler, &runtime,
+                       weak = std::weak_ptr(record_give_up)](const std::string& evidence) {
+      const Phase phase = phase_of(runtime.state());
+      if (phase == Phase::kCalibrating || phase == Phase::kNotOpened) {
+        if (auto self = weak.lock()) {
+          scheduler->schedule_after(kGiveUpRetryNs, [self, evidence] { (*self)(evidence); });
+        }
+        return;
+      }
+      if (phase != Phase::kSearching) return;
+      TunerStop stop;
+      stop.evidence = evidence;
+      (void)runtime.record_stop(stop, "control-plane");
+    };
+    options.give_up = [scheduler, record_give_up](const std::string& evidence) {
+      scheduler->post([record_give_up, evidence] { (*record_give_up)(evidence); });
+    };
+    supervisor = std::make_unique<AgentSupervisor>(std::move(options));
+    supervisor->start();
+  }
+  if (!quiet) std::cout << "control socket " << socket_path << "\n" << std::flush;
+  Status ran = runtime.run();
+  plane.close("the campaign has finished (" + std::string(to_string(phase_of(runtime.state()))) +
+              ")");
+  if (supervisor) supervisor->stop();
+  server.stop();
+  return ran;
+}
+
+std::string agent_log_path(const std::string& db, const std::string& campaign_id) {
+  return (fs::path(db) / (campaign_id + ".agent.log")).string();
+}
+
 }  // namespace
 
 Result<ControlState> run_campaign_quietly(const CampaignSpec& spec, const std::string& db) {
@@ -378,6 +491,9 @@ int run_campaign(const RunOptions& options) {
   auto spec = parse_campaign_file(options.campaign_file);
   if (!spec.ok()) return fail(spec.error());
   if (options.seed) spec->seed = *options.seed;
+  if (options.tuner) spec->tuner = *options.tuner;
+  auto socket_path = listen_path(spec->tuner, options.agent);
+  if (!socket_path.ok()) return fail(socket_path.error());
   if (!spec->policy_bytes.empty()) {
     auto policy = parse_policy(spec->policy_bytes, spec->policy_path);
     if (!policy.ok()) return fail(policy.error());
@@ -414,9 +530,14 @@ int run_campaign(const RunOptions& options) {
               << " x " << opened.hardware << ", tuner " << opened.tuner << ", ledger " << options.db
               << "\n";
   }
-  Status opened_status = runtime.open(opened);
-  if (!opened_status.ok()) return fail(opened_status.error());
-  Status ran = runtime.run();
+  bool opened_ok = false;
+  Status ran = drive(runtime, campaign.value(), socket_path.value(), options.agent,
+                     agent_log_path(options.db, campaign_id), options.json, [&] {
+                       Status status = runtime.open(opened);
+                       opened_ok = status.ok();
+                       return status;
+                     });
+  if (!opened_ok) return fail(ran.error());
   if (!ran.ok()) return fail("campaign " + campaign_id + ": " + ran.error());
   Status finished = finish_campaign(**store, runtime.state(), options.db);
   if (!finished.ok()) return fail("campaign " + campaign_id + ": " + finished.error());
@@ -452,6 +573,8 @@ int resume_campaign(const ResumeOptions& options) {
     loaded->expected_seconds_per_step = opened->expected_seconds_per_step;
     slurm = std::move(loaded).value();
   }
+  auto socket_path = listen_path(opened->tuner, options.agent);
+  if (!socket_path.ok()) return fail(socket_path.error());
   auto campaign = build_campaign(*opened, options.db, options.campaign,
                                  last->back().recorded_at_unix_ns, slurm ? &*slurm : nullptr);
   if (!campaign.ok()) return fail(campaign.error());
@@ -459,14 +582,19 @@ int resume_campaign(const ResumeOptions& options) {
   CampaignRuntime runtime(*store, options.campaign, campaign->policy, campaign->baseline,
                           *campaign->scheduler, *campaign->launcher, campaign->metrics,
                           *campaign->tuner, runtime_options(options.json, trace_analyzer));
-  Status resumed = runtime.resume();
-  if (!resumed.ok()) return fail(resumed.error());
-  if (!options.json) {
-    std::cout << "resuming campaign " << options.campaign << " at event "
-              << runtime.state().view.last_sequence << " (" << to_string(phase_of(runtime.state()))
-              << ")\n";
-  }
-  Status ran = runtime.run();
+  bool resumed_ok = false;
+  Status ran = drive(runtime, campaign.value(), socket_path.value(), options.agent,
+                     agent_log_path(options.db, options.campaign), options.json, [&] {
+                       Status resumed = runtime.resume();
+                       resumed_ok = resumed.ok();
+                       if (resumed_ok && !options.json) {
+                         std::cout << "resuming campaign " << options.campaign << " at event "
+                                   << runtime.state().view.last_sequence << " ("
+                                   << to_string(phase_of(runtime.state())) << ")\n";
+                       }
+                       return resumed;
+                     });
+  if (!resumed_ok) return fail(ran.error());
   if (!ran.ok()) return fail("campaign " + options.campaign + ": " + ran.error());
   Status finished = finish_campaign(*store, runtime.state(), options.db);
   if (!finished.ok()) return fail("campaign " + options.campaign + ": " + finished.error());
@@ -474,6 +602,18 @@ int resume_campaign(const ResumeOptions& options) {
 }
 
 }  // namespace
+
+int run_campaign_file(const std::string& campaign_file, const std::string& db,
+                      const std::optional<std::string>& tuner, const AgentOptions& agent,
+                      bool json) {
+  RunOptions options;
+  options.campaign_file = campaign_file;
+  options.db = db;
+  options.tuner = tuner;
+  options.agent = agent;
+  options.json = json;
+  return run_campaign(options);
+}
 
 void add_campaign_commands(CLI::App& app, int& exit_code) {
   CLI::App* campaign = app.add_subcommand("campaign", "Run and resume campaigns");
@@ -488,6 +628,12 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
   run->add_option("--db", run_options->db, "Ledger folder (a RocksDB database)")
       ->capture_default_str();
   run->add_option("--seed", run_options->seed, "Override the campaign file's seed");
+  run->add_option("--tuner", run_options->tuner,
+                  "Override the campaign file's tuner: expert, tpe, random, llm, or external (an "
+                  "agent drives the campaign through the control socket; needs --listen)");
+  run->add_option("--listen", run_options->agent.listen,
+                  "unix:PATH: serve the control socket for an external tuner's agent (attune "
+                  "propose, wait, status, ... with --socket PATH or ATTUNE_SOCKET)");
   run->add_flag("--json", run_options->json, "Print the final summary as one JSON object");
   run->callback([&exit_code, run_options] { exit_code = run_campaign(*run_options); });
 
@@ -498,6 +644,10 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
       "run twice");
   resume->add_option("--db", resume_options->db, "Ledger folder")->required();
   resume->add_option("--campaign", resume_options->campaign, "Campaign id")->required();
+  resume->add_option("--listen", resume_options->agent.listen,
+                     "unix:PATH: the control socket, for a campaign with an external tuner");
+  resume->add_option("--agent", resume_options->agent.command,
+                     "For an external tuner: the agent command to start and restart");
   resume->add_flag("--json", resume_options->json, "Print the final summary as one JSON object");
   resume->callback([&exit_code, resume_options] { exit_code = resume_campaign(*resume_options); });
 }

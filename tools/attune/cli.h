@@ -40,6 +40,10 @@ void add_metrics_command(CLI::App& app, int& exit_code);    // metrics LOG
 void add_sim_commands(CLI::App& app, int& exit_code);       // sim predict, sim sweep
 void add_trace_commands(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);  // compare     // trace breakdown
+// propose, profile, wait, log, stop, hook stop|pre-tool, agent install|run
+void add_agent_commands(CLI::App& app, int& exit_code);
+// `attune status --socket PATH`: a live campaign's status from its control socket.
+int live_status(const std::string& socket, bool as_json);
 // Adds `check` (layer 1: the configuration check) to the `gate` subcommand.
 void add_gate_check_command(CLI::App& gate, int& exit_code);
 

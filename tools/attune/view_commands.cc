@@ -2,6 +2,7 @@
 // read-only, so they work beside a running campaign and never change it.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@ namespace {
 
 struct ViewOptions {
   std::string db;
+  std::string socket;  // status only: a live campaign's control socket
   std::optional<std::string> campaign;
   bool json = false;
 };
@@ -50,6 +52,16 @@ Result<CampaignView> fold_campaign(const EventStore& store, const std::string& c
 }
 
 int run_status(const ViewOptions& options) {
+  if (options.db.empty()) {
+    const char* env = std::getenv("ATTUNE_SOCKET");
+    if (!options.socket.empty() || (env != nullptr && *env != '\0')) {
+      return live_status(options.socket, options.json);
+    }
+    return fail(
+        "give --db (a ledger) or --socket (a live campaign's control socket; or set "
+        "ATTUNE_SOCKET)");
+  }
+  if (!options.socket.empty()) return fail("give --db or --socket, not both");
   auto store = open_ledger_read_only(options.db);
   if (!store.ok()) return fail(store.error());
   std::vector<std::string> campaigns;
@@ -224,8 +236,13 @@ void add_view_commands(CLI::App& app, int& exit_code) {
   auto status_options = std::make_shared<ViewOptions>();
   CLI::App* status = app.add_subcommand(
       "status",
-      "Show a campaign's state rebuilt from the ledger (all campaigns without --campaign)");
-  add_common(status, *status_options, false);
+      "Show a campaign's state rebuilt from the ledger (all campaigns without --campaign), or a "
+      "live campaign's from its control socket");
+  status->add_option("--db", status_options->db, "Ledger folder (a RocksDB database)");
+  status->add_option("--campaign", status_options->campaign, "Campaign id");
+  status->add_flag("--json", status_options->json, "Machine-readable output");
+  status->add_option("--socket", status_options->socket,
+                     "A live campaign's control socket (default with no --db: $ATTUNE_SOCKET)");
   status->callback([&exit_code, status_options] { exit_code = run_status(*status_options); });
 
   auto replay_options = std::make_shared<ViewOptions>();

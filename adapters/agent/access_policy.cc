@@ -18,10 +18,10 @@ constexpr char kQuestionReason[] =
     "Nobody is watching this campaign, so no question gets an answer: take the default, record "
     "the assumption in your next hypothesis, and go on.";
 
-AccessDecision allow() { return AccessDecision{true, "", "", ""}; }
+AccessDecision allow() { return AccessDecision{true, "", "", "", ""}; }
 
 AccessDecision deny(std::string object, std::string rule, std::string reason) {
-  return AccessDecision{false, std::move(object), std::move(rule), std::move(reason)};
+  return AccessDecision{false, std::move(object), std::move(rule), std::move(reason), ""};
 }
 
 // The path as the system would reach it: absolute, symbolic links and .. resolved as far as the
@@ -49,11 +49,25 @@ bool under_any(const fs::path& path, const std::vector<std::string>& roots) {
   return false;
 }
 
+// "relative/path:range" when `target` lies in the framework source; empty otherwise.
+std::string source_location(const AccessPolicy& policy, const fs::path& target,
+                            const std::string& range) {
+  if (policy.framework_source.empty() || !under_any(target, {policy.framework_source})) return "";
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(policy.framework_source, ec);
+  if (ec) root = fs::path(policy.framework_source).lexically_normal();
+  const fs::path relative = target.lexically_relative(root);
+  return (relative.empty() || relative == "." ? std::string(".") : relative.string()) + ":" + range;
+}
+
 AccessDecision check_read(const AccessPolicy& policy, const std::string& path,
-                          const std::string& cwd) {
+                          const std::string& cwd, const std::string& range = "all") {
   const fs::path target = resolved(path, cwd);
-  if (under_any(target, policy.read_paths) || under_any(target, policy.write_paths)) {
-    return allow();
+  if (under_any(target, policy.read_paths) || under_any(target, policy.write_paths) ||
+      (!policy.framework_source.empty() && under_any(target, {policy.framework_source}))) {
+    AccessDecision decision = allow();
+    decision.source_location = source_location(policy, target, range);
+    return decision;
   }
   return deny(target.string(), "read outside the allowed paths",
               "You may read only the campaign folder, the framework source and the skill: " +
@@ -119,6 +133,7 @@ AccessDecision check_simple_command(const AccessPolicy& policy,
                     "(cat, head, tail, ls, grep, wc) on allowed paths.");
   }
   bool pattern_seen = program != "grep";
+  AccessDecision decision = allow();
   for (std::size_t i = 1; i < words.size(); ++i) {
     const std::string& word = words[i];
     if (word.empty() || word.front() == '-') continue;
@@ -128,13 +143,15 @@ AccessDecision check_simple_command(const AccessPolicy& policy,
     }
     AccessDecision read = check_read(policy, word, cwd);
     if (!read.allowed) return read;
+    if (decision.source_location.empty()) decision.source_location = read.source_location;
   }
-  return allow();
+  return decision;
 }
 
 AccessDecision check_bash(const AccessPolicy& policy, const std::string& command,
                           const std::string& cwd) {
   std::vector<std::string> words;
+  std::string location;  // the first framework-source read of the command line
   for (const ShellToken& token : shell_tokens(command)) {
     if (token.kind == ShellToken::Kind::kForbidden) {
       return deny(command, "shell feature not allowed",
@@ -145,12 +162,15 @@ AccessDecision check_bash(const AccessPolicy& policy, const std::string& command
     if (token.kind == ShellToken::Kind::kSeparator) {
       AccessDecision decision = check_simple_command(policy, words, cwd, command);
       if (!decision.allowed) return decision;
+      if (location.empty()) location = decision.source_location;
       words.clear();
       continue;
     }
     words.push_back(token.text);
   }
-  return check_simple_command(policy, words, cwd, command);
+  AccessDecision decision = check_simple_command(policy, words, cwd, command);
+  if (decision.allowed && decision.source_location.empty()) decision.source_location = location;
+  return decision;
 }
 
 Result<std::vector<std::string>> string_list(const toml::table& root, const char* table,
@@ -310,6 +330,7 @@ Result<AccessPolicy> parse_access_policy(std::string_view text, const std::strin
   policy.attune_commands = std::move(commands).value();
   policy.programs = std::move(programs).value();
   policy.attune_path = root.at_path("run.attune").value_or(std::string());
+  policy.framework_source = root.at_path("read.framework").value_or(std::string());
   policy.socket_path = root.at_path("control.socket").value_or(std::string());
   if (policy.socket_path.empty()) {
     return make_error(source + ": [control] socket: expected the campaign's control socket path");
@@ -321,7 +342,10 @@ std::string access_policy_toml(const AccessPolicy& policy) {
   std::ostringstream out;
   out << "# What the agent may read, write and run; everything else is refused and recorded.\n"
       << "# Written by attune agent install; the agent cannot change it (it is protected).\n\n"
-      << "[read]\npaths = " << toml_list(policy.read_paths) << "\n\n"
+      << "[read]\npaths = " << toml_list(policy.read_paths)
+      << (policy.framework_source.empty() ? std::string()
+                                          : "\nframework = " + json(policy.framework_source).dump())
+      << "\n\n"
       << "[write]\npaths = " << toml_list(policy.write_paths) << "\n\n"
       << "[protect]\npaths = " << toml_list(policy.protected_paths) << "\n\n"
       << "[run]\nattune = " << json(policy.attune_path).dump()
@@ -348,7 +372,20 @@ AccessDecision check_tool_call(const AccessPolicy& policy, const std::string& ho
   if (tool == "Read" || tool == "NotebookRead") {
     const std::string path = text_arg(tool == "Read" ? "file_path" : "notebook_path");
     if (path.empty()) return deny(tool, "malformed tool call", "The call names no file.");
-    return check_read(policy, path, cwd);
+    std::string range = "all";
+    const auto offset = args.find("offset");
+    const auto limit = args.find("limit");
+    if (offset != args.end() && offset->is_number_unsigned()) {
+      const auto first = std::max<std::uint64_t>(1, offset->get<std::uint64_t>());
+      range = std::to_string(first) + "-";
+      range +=
+          limit != args.end() && limit->is_number_unsigned()
+              ? std::to_string(first + std::max<std::uint64_t>(1, limit->get<std::uint64_t>()) - 1)
+              : std::string("end");
+    } else if (limit != args.end() && limit->is_number_unsigned()) {
+      range = "1-" + std::to_string(std::max<std::uint64_t>(1, limit->get<std::uint64_t>()));
+    }
+    return check_read(policy, path, cwd, range);
   }
   if (tool == "Glob" || tool == "Grep" || tool == "LS") {
     const std::string path = text_arg("path");

@@ -3,7 +3,9 @@
 //
 // The policy is a TOML file that `attune agent install` writes and the hook reads:
 //   [read]    paths = [...]   folders and files the agent may read (the campaign folder, the
-//                              framework source, the skill with the lever catalog)
+//                              framework source, the skill with the lever catalog);
+//             framework = PATH the framework checkout: reads there are recorded with their
+//                              location, as the paper's rule 3 asks
 //   [write]   paths = [...]   its scratch folder; nothing else
 //   [protect] paths = [...]   never written, even inside a write path (this policy, the hook
 //                              settings, the gate's policy files, the ledger)
@@ -30,6 +32,7 @@ namespace attune::agent {
 
 struct AccessPolicy {
   std::vector<std::string> read_paths;
+  std::string framework_source;  // also readable; empty: none
   std::vector<std::string> write_paths;
   std::vector<std::string> protected_paths;
   std::string attune_path;
@@ -50,6 +53,9 @@ struct AccessDecision {
   std::string object;  // what was attempted: a path, a command, a tool
   std::string rule;    // the rule that refused it (empty when allowed)
   std::string reason;  // for the agent: why, and what to do instead
+  // An allowed read of the framework source: "relative/path:first-last" ("...:all" for a whole
+  // file or a search); empty otherwise.
+  std::string source_location;
 };
 
 // `hook_input` is the hook's standard input (JSON); malformed input is refused.

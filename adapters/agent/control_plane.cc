@@ -20,7 +20,7 @@ using json = nlohmann::json;
 
 constexpr std::size_t kDeniedTextBytesMax = 4096;
 constexpr std::size_t kLogTailBytesDefault = 64 * 1024;
-constexpr char kOperations[] = "ping, status, propose, profile, wait, log, stop, deny";
+constexpr char kOperations[] = "ping, status, propose, profile, wait, log, stop, deny, read";
 
 json error_reply(const std::string& message) { return {{"ok", false}, {"error", message}}; }
 
@@ -348,6 +348,23 @@ struct ControlPlane::Impl {
     return {{"ok", true}};
   }
 
+  json read(const json& request) {
+    auto tool = text_of(request, "tool", true);
+    auto input = text_of(request, "input", false);
+    auto location = text_of(request, "source_location", true);
+    if (!tool.ok() || !input.ok() || !location.ok() || location->empty()) {
+      return error_reply("a read needs 'tool' and 'source_location'");
+    }
+    ToolCalled called;
+    called.tool = cut(tool.value(), kDeniedTextBytesMax);
+    called.input = cut(input.value(), kToolResultBytesMax);
+    called.allowed = true;
+    called.source_location = cut(location.value(), kDeniedTextBytesMax);
+    Status recorded = runtime.record({called}, kHookActor);
+    if (!recorded.ok()) return error_reply(recorded.error());
+    return {{"ok", true}};
+  }
+
   json refuse_operation(const std::string& op) {
     const std::string object = cut("control socket operation '" + op + "'", kDeniedTextBytesMax);
     Status recorded = runtime.record(
@@ -417,6 +434,8 @@ std::string ControlPlane::handle(const std::string& request_line) {
     work = [&impl, &request] { return impl.stop(request); };
   } else if (op == "deny") {
     work = [&impl, &request] { return impl.deny(request); };
+  } else if (op == "read") {
+    work = [&impl, &request] { return impl.read(request); };
   } else {
     work = [&impl, op] { return impl.refuse_operation(op); };
   }

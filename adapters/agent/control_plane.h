@@ -12,6 +12,9 @@
 //   log {run_id, tail_bytes}  -> the end of a run's log, finished or running
 //   stop {evidence}           -> records the stop (the campaign then checks and ships)
 //   deny {object, rule}       -> records an AccessDenied (the pre-tool hook's refusals)
+//   read {tool, input, source_location}
+//                             -> records a ToolCalled for a read of the framework source that
+//                                the pre-tool hook allowed (the paper's rule 3)
 // Anything else is refused and recorded as an AccessDenied: the socket is the agent's only way
 // into the campaign, and it cannot append events of its choosing.
 //

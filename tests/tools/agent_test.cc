@@ -232,7 +232,11 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
   EXPECT_FALSE(denied(bash(attune() + " status")));
   EXPECT_FALSE(
       denied(bash("attune propose --diff moe-token-dispatcher-type=flex --hypothesis 'a: b'")));
-  EXPECT_FALSE(denied(file_tool("Read", (framework / "megatron" / "core" / "moe.py").string())));
+  EXPECT_FALSE(denied({{"tool_name", "Read"},
+                       {"tool_input",
+                        {{"file_path", (framework / "megatron" / "core" / "moe.py").string()},
+                         {"offset", 1},
+                         {"limit", 2}}}}));
   EXPECT_FALSE(
       denied(bash("grep -n dispatch " + (framework / "megatron" / "core" / "moe.py").string())));
   EXPECT_FALSE(denied(file_tool("Write", (agent_dir / "scratch" / "notes.md").string())));
@@ -354,6 +358,12 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
             }
             return over;
           }());
+  // The framework source reads the hook allowed are recorded with their locations (rule 3).
+  const auto reads = of_type(all, "ToolCalled");
+  ASSERT_EQ(reads.size(), 2u);
+  EXPECT_EQ(reads[0]["body"]["source_location"], "megatron/core/moe.py:1-2");
+  EXPECT_EQ(reads[1]["body"]["source_location"], "megatron/core/moe.py:all");
+  EXPECT_EQ(reads[0]["actor"], "agent:hook");
   const auto audit = run_shell(attune() + " audit --db " + db_);
   EXPECT_NE(audit.out.find("access denied (" + std::to_string(hook_attempts.size() + 1) + ")"),
             std::string::npos)

@@ -160,6 +160,11 @@ TEST_P(LlmCampaign, ARefusedProposalIsCorrectedAdmittedAndRecorded) {
   EXPECT_EQ(budget["llm_turns"], 4);
   EXPECT_EQ(budget["llm_input_tokens"], 86000);
   EXPECT_NEAR(budget["llm_cost_usd"].get<double>(), expected_usd, 1e-9);
+  EXPECT_EQ(summary["llm"]["turns"], 4);
+  EXPECT_NEAR(summary["llm"]["cost_usd"].get<double>(), expected_usd, 1e-9);
+  const auto audit = testing_support::run_shell(attune() + " audit --db " + db + " --json");
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  EXPECT_EQ(json::parse(audit.out)["llm_charges"].size(), 4u);
 
   // What the model was told: the refusal with its detail, then the admission.
   const auto requests = server.requests();

@@ -270,7 +270,19 @@ int run_hook_pre_tool(const std::string& policy_path) {
   auto policy = agent::parse_access_policy(text.value(), policy_path);
   if (!policy.ok()) return answer("deny", "the access policy is invalid: " + policy.error());
   const agent::AccessDecision decision = agent::check_tool_call(policy.value(), input);
-  if (decision.allowed) return answer("allow", "");
+  if (decision.allowed) {
+    if (!decision.source_location.empty()) {
+      // A read of the framework source: the ledger keeps where the agent read (rule 3).
+      const json call = json::parse(input, nullptr, false);
+      (void)request(policy->socket_path,
+                    {{"op", "read"},
+                     {"tool", call.value("tool_name", std::string())},
+                     {"input", call.value("tool_input", json::object()).dump()},
+                     {"source_location", decision.source_location}},
+                    kHookRequestTimeoutMs);
+    }
+    return answer("allow", "");
+  }
   auto recorded = request(policy->socket_path,
                           {{"op", "deny"}, {"object", decision.object}, {"rule", decision.rule}},
                           kHookRequestTimeoutMs);
@@ -357,7 +369,7 @@ int run_agent_install(const InstallOptions& options) {
   agent::AccessPolicy policy;
   policy.read_paths.push_back(skill.parent_path().string());
   if (!options.framework_source.empty()) {
-    policy.read_paths.push_back(absolute_path(options.framework_source));
+    policy.framework_source = absolute_path(options.framework_source);
   }
   for (const std::string& path : options.read) policy.read_paths.push_back(absolute_path(path));
   policy.write_paths.push_back(scratch.string());

@@ -316,6 +316,10 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
                         {"infra", budget.infra_gpu_hours},
                         {"reserve", budget.reserve_gpu_hours},
                         {"budget", budget.budget_gpu_hours}};
+    out["llm"] = {{"turns", budget.llm_turns},
+                  {"input_tokens", budget.llm_input_tokens},
+                  {"output_tokens", budget.llm_output_tokens},
+                  {"cost_usd", budget.llm_cost_usd}};
     out["launches"] = launches;
     out["failed_launches"] = failed;
     out["refused_proposals"] = view.ledger.refused.size();
@@ -342,6 +346,11 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
             << format_fixed(budget.reserve_gpu_hours, 1) << "), infrastructure "
             << format_fixed(budget.infra_gpu_hours, 1) << ", budget "
             << format_fixed(budget.budget_gpu_hours, 1) << "\n";
+  if (budget.llm_turns > 0) {
+    std::cout << "llm       $" << format_fixed(budget.llm_cost_usd, 2) << " over "
+              << budget.llm_turns << " turns (" << budget.llm_input_tokens << " input, "
+              << budget.llm_output_tokens << " output tokens)\n";
+  }
   std::cout << "launches  " << launches << " (" << failed << " failed), "
             << view.ledger.refused.size() << " proposals refused\n";
   std::cout << "recipe    " << recipe_path << "\n";

@@ -159,6 +159,16 @@ int run_audit(const ViewOptions& options) {
                                          {"reason", to_string(refusal.reason)},
                                          {"detail", refusal.detail}});
     }
+    out["llm_charges"] = nlohmann::json::array();
+    for (const LlmChargeEntry& entry : audit.llm_charges) {
+      out["llm_charges"].push_back({{"sequence", entry.sequence},
+                                    {"actor", entry.actor},
+                                    {"turn", entry.turn},
+                                    {"model", entry.model},
+                                    {"input_tokens", entry.input_tokens},
+                                    {"output_tokens", entry.output_tokens},
+                                    {"cost_usd", entry.cost_usd}});
+    }
     out["access_denied"] = nlohmann::json::array();
     for (const AccessDeniedEntry& denied : audit.access_denied) {
       out["access_denied"].push_back({{"sequence", denied.sequence},
@@ -178,6 +188,17 @@ int run_audit(const ViewOptions& options) {
                 << to_string(charge.account) << " " << charge.gpus << " GPUs, admitted "
                 << charge.admitted_at_unix_ns << " ns, released " << charge.released_at_unix_ns
                 << " ns, " << format_fixed(charge.gpu_hours, 3) << " GPU-hours\n";
+    }
+    if (!audit.llm_charges.empty()) {
+      double total_usd = 0.0;
+      for (const LlmChargeEntry& entry : audit.llm_charges) total_usd += entry.cost_usd;
+      std::cout << "LLM charges (" << audit.llm_charges.size() << ", $"
+                << format_fixed(total_usd, 4) << "):\n";
+      for (const LlmChargeEntry& entry : audit.llm_charges) {
+        std::cout << "  #" << entry.sequence << " " << entry.actor << " turn " << entry.turn << " "
+                  << entry.model << ": " << entry.input_tokens << " input, " << entry.output_tokens
+                  << " output tokens, $" << format_fixed(entry.cost_usd, 4) << "\n";
+      }
     }
     std::cout << "refused launches (" << audit.refusals.size() << "):\n";
     for (const RefusalEntry& refusal : audit.refusals) {

@@ -350,11 +350,11 @@ struct LlmCharged {
   friend bool operator==(const LlmCharged&, const LlmCharged&) = default;
 };
 
-using Body = std::variant<CampaignOpened, CandidateProposed, LaunchRefused, LaunchAdmitted,
-                          JobSubmitted, JobStarted, JobFinished, RunMeasured, RunFailed, Charged,
-                          BandSet, VerdictRecorded, ProfileAnalyzed, StopRecorded,
-                          ConvergenceChecked, RecipeShipped, AccessDenied, LeverRuleLearned,
-                          ToolCalled, LlmCharged>;
+using Body =
+    std::variant<CampaignOpened, CandidateProposed, LaunchRefused, LaunchAdmitted, JobSubmitted,
+                 JobStarted, JobFinished, RunMeasured, RunFailed, Charged, BandSet, VerdictRecorded,
+                 ProfileAnalyzed, StopRecorded, ConvergenceChecked, RecipeShipped, AccessDenied,
+                 LeverRuleLearned, ToolCalled, LlmCharged>;
 
 // What a writer hands to the store: the store assigns sequence numbers and hashes.
 struct NewEvent {

@@ -237,9 +237,12 @@ json fields(const LeverRuleLearned& value) {
 }
 
 json fields(const ToolCalled& value) {
-  return {{"tool", value.tool},       {"input", value.input},
-          {"result", value.result},   {"allowed", value.allowed},
-          {"source_location", value.source_location}, {"turn", value.turn}};
+  return {{"tool", value.tool},
+          {"input", value.input},
+          {"result", value.result},
+          {"allowed", value.allowed},
+          {"source_location", value.source_location},
+          {"turn", value.turn}};
 }
 
 json fields(const LlmCharged& value) {

@@ -8,7 +8,8 @@
 // to an admitted run; no run is measured or failed twice, or both; at most one charge per run,
 // with the admitted GPUs, released >= admitted, gpu_hours == gpus x (released - admitted) within
 // 1e-9 relative, and the job's own admission and release times when those are recorded. Also
-// lists every charge, every LLM turn's charge, every refused launch and every access denied. A pure value type.
+// lists every charge, every LLM turn's charge, every refused launch and every access denied. A pure
+// value type.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,8 @@
 // (infrastructure charges, never touching the tuner's budget), in flight (expected cost of
 // admitted runs not charged yet). Exactly tuner + checks + infra == sum of all charges, each sum
 // taken in event order. LLM turns (LlmCharged) are summed on their own account, in US dollars and
-// tokens; they never touch the GPU-hour accounts. No figure is ever negative: a negative charge or expected cost (an audit
-// finding) counts as zero. A pure value type.
+// tokens; they never touch the GPU-hour accounts. No figure is ever negative: a negative charge or
+// expected cost (an audit finding) counts as zero. A pure value type.
 #pragma once
 
 #include <cstdint>

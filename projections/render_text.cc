@@ -65,12 +65,13 @@ std::string budget_line(const Budget& b) {
          gpu_hours_text(b.remaining_gpu_hours) + "; reserve " +
          gpu_hours_text(b.reserve_gpu_hours) + " (checks " + gpu_hours_text(b.checks_gpu_hours) +
          ", left " + gpu_hours_text(b.reserve_left_gpu_hours) + "); infra " +
-         gpu_hours_text(b.infra_gpu_hours) + "; overshoot " + gpu_hours_text(b.overshoot_gpu_hours) +
-         (b.llm_turns == 0 ? std::string()
-                           : "; LLM $" + format_fixed(b.llm_cost_usd, 2) + " over " +
-                                 std::to_string(b.llm_turns) + " turns (" +
-                                 std::to_string(b.llm_input_tokens) + " in, " +
-                                 std::to_string(b.llm_output_tokens) + " out tokens)");
+         gpu_hours_text(b.infra_gpu_hours) + "; overshoot " +
+         gpu_hours_text(b.overshoot_gpu_hours) +
+         (b.llm_turns == 0
+              ? std::string()
+              : "; LLM $" + format_fixed(b.llm_cost_usd, 2) + " over " +
+                    std::to_string(b.llm_turns) + " turns (" + std::to_string(b.llm_input_tokens) +
+                    " in, " + std::to_string(b.llm_output_tokens) + " out tokens)");
 }
 
 std::string state_line(const StopStatus& stop) {

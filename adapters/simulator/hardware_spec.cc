@@ -22,6 +22,12 @@ Result<HardwareSpec> parse_hardware_toml(std::string_view text, std::string_view
   f.read("compute.attention_half_efficiency_tokens", hw.attention_half_efficiency_tokens, true,
          0.0);
 
+  f.read("compute.sm_count", hw.sm_count, false, 1);
+  f.read("comm_sms.nccl", hw.nccl_comm_sms, false, 0.0);
+  f.read("comm_sms.userbuffers", hw.userbuffers_comm_sms, false, 0.0);
+  f.read("comm_sms.deepep", hw.deepep_comm_sms, false, 0.0);
+  f.read("comm_sms.hybridep", hw.hybridep_comm_sms, false, 0.0);
+
   f.read("memory.capacity_gib", hw.hbm_capacity_gib, true, 1.0);
   f.read("memory.bandwidth_gb_per_s", hw.hbm_bandwidth_gb_per_s, true, 1.0);
   f.read("memory.efficiency", hw.hbm_efficiency, true, 0.01, 1.0);
@@ -43,6 +49,10 @@ Result<HardwareSpec> parse_hardware_toml(std::string_view text, std::string_view
 
   if (hw.fp8_dense_tflops < hw.bf16_dense_tflops) {
     f.fail_at("compute.fp8_dense_tflops", "must be at least compute.bf16_dense_tflops");
+  }
+  for (const double sms :
+       {hw.nccl_comm_sms, hw.userbuffers_comm_sms, hw.deepep_comm_sms, hw.hybridep_comm_sms}) {
+    if (sms >= hw.sm_count) f.fail_at("compute.sm_count", "must exceed every comm_sms entry");
   }
   Status status = f.finish();
   if (!status.ok()) return make_error(status.error());

@@ -32,6 +32,15 @@ struct HardwareSpec {
   double attention_forward_efficiency = 0;
   double attention_backward_efficiency = 0;
   double attention_half_efficiency_tokens = 0;
+  // Streaming multiprocessors, and how many of them each communication library's kernels hold
+  // while they run beside compute. Overlapped communication is not free: the compute it overlaps
+  // loses that share of the GPU for as long as the communication runs. Files without these
+  // fields (older files, the GPU probe's output) get the H100's values below.
+  int sm_count = 132;
+  double nccl_comm_sms = 16;         // NCCL collectives, all-to-all and send/receive
+  double userbuffers_comm_sms = 12;  // Transformer Engine userbuffers (--tp-comm-overlap)
+  double deepep_comm_sms = 20;       // DeepEP normal (training) kernels
+  double hybridep_comm_sms = 16;     // HybridEP
 
   double hbm_capacity_gib = 0;  // usable device memory
   double hbm_bandwidth_gb_per_s = 0;

@@ -11,11 +11,21 @@ namespace attune::sim {
 namespace {
 
 // How Megatron-Core and its libraries behave, as the model assumes it (hardware-independent).
-// --tp-comm-overlap: Transformer Engine userbuffers hide most TP traffic behind GEMMs.
-constexpr double kTpOverlapExposedFraction = 0.25;
-// --overlap-moe-expert-parallel-comm: the share of another microbatch's layer compute that can
-// hide this microbatch's dispatch and combine.
-constexpr double kEpOverlapHiddenFraction = 0.6;
+// Overlapped communication hides behind specific compute and slows it: while it runs, its kernels
+// hold hardware.*_comm_sms of the GPU's SMs (see `contention`).
+// --tp-comm-overlap: Transformer Engine userbuffers split each TP linear's GEMM into chunks and
+// move one chunk's data while another's GEMM runs: the all-gathers ring-exchange TP chunks (the
+// first chunk's GEMM runs on local data), the reduce-scatters follow a GEMM split in this many
+// pieces, whose last piece's reduce-scatter is exposed (TE's default num_splits).
+constexpr double kUserbuffersSplits = 4;
+// --overlap-moe-expert-parallel-comm: the most of the expert communication that the merged
+// forward-backward schedule hides in its steady state, as measured: 36.6 % of the all-to-all
+// time hidden on Qwen3-30B-A3B, 16 H100s, EP 16, HybridEP (Megatron-Bridge MoE skill), and +12.7 %
+// on Qwen3-235B-A22B, EP 32, DeepEP, where the all-to-all is about 45 % of the step
+// (Megatron-MoE-ModelZoo; perf_model.md §5.5). Streams synchronise per layer and piece, and the
+// transfers contend with the compute for HBM and SMs, so far less hides than the compute could
+// cover.
+constexpr double kEpOverlapHiddenShareMax = 0.4;
 // A pipeline send/receive between two GPUs of different nodes runs over few NCCL channels
 // (NCCL_NCHANNELS_PER_NET_PEER = 2) and reaches about half of the NIC's bandwidth.
 constexpr double kP2pScaleOutEfficiency = 0.5;
@@ -126,6 +136,10 @@ struct Context {
   // Ulysses all-to-all and the all-gather run before it.
   bool cp_overlapped = true;
   bool cp_all_to_all = false;
+  // Share of the GPU's SMs that overlapped communication takes from compute, by mechanism.
+  double nccl_contention = 0;
+  double userbuffers_contention = 0;
+  double ep_contention = 0;  // the dispatcher's kernels
 };
 
 double gemm_efficiency(const HardwareSpec& hw, bool fp8, double rows, double cols, double inner) {
@@ -449,12 +463,39 @@ struct LayerTimes {
   bool sync = false;
 };
 
-void add_exposed(PhaseTimes& out, const Part& p, const Context& c, double ep_hide_s,
-                 double cp_hide_s) {
+// TP communication that userbuffers overlap with the GEMMs of its own linear layers
+// (`linear_gemm_s`): the last split of the reduce-scatters (half the traffic) is exposed, and the
+// rest hides behind all but one ring chunk of those GEMMs.
+double tp_exposed_s(const Context& c, double tp_s, double linear_gemm_s) {
+  if (!c.l.tp_comm_overlap || tp_s <= 0) return tp_s;
+  const double tail = tp_s / (2 * kUserbuffersSplits);
+  const double hideable = linear_gemm_s * (1 - 1.0 / c.l.tp);
+  return tail + std::max(0.0, tp_s - tail - hideable);
+}
+
+// Extra GEMM seconds of those linears when userbuffers split them: a chunk has fewer rows and
+// runs at a lower efficiency (gemm_efficiency's row factor); half the linears are split in TP
+// ring chunks, half in kUserbuffersSplits pieces.
+double tp_split_gemm_s(const Context& c, double linear_gemm_s) {
+  if (!c.l.tp_comm_overlap || c.l.tp == 1 || linear_gemm_s <= 0) return 0;
+  const double d = c.hw.gemm_half_efficiency_dim;
+  const auto slowdown = [&](double pieces) {
+    const double rows = c.tokens;
+    return (rows / (rows + d)) / ((rows / pieces) / (rows / pieces + d)) - 1;
+  };
+  return linear_gemm_s * 0.5 * (slowdown(c.l.tp) + slowdown(kUserbuffersSplits));
+}
+
+// Adds a piece with its communication exposed except what compute hides: `linear_gemm_s` of TP
+// linears under --tp-comm-overlap, `ep_hide_s` and `cp_hide_s`. Hidden communication slows the
+// compute it overlaps by its kernels' share of the SMs, for as long as it runs; that slowdown is
+// booked as GEMM time (the overlapped compute is mostly GEMMs).
+void add_exposed(PhaseTimes& out, const Part& p, const Context& c, double linear_gemm_s,
+                 double ep_hide_s, double cp_hide_s) {
   out.gemm_s += p.gemm;
   out.attention_s += p.attention;
   out.elementwise_s += p.elementwise;
-  const double tp_exposed = c.l.tp_comm_overlap ? p.tp * kTpOverlapExposedFraction : p.tp;
+  const double tp_exposed = tp_exposed_s(c, p.tp, linear_gemm_s);
   out.tp_comm_s += tp_exposed;
   out.tp_comm_hidden_s += p.tp - tp_exposed;
   const double cp_exposed = std::max(0.0, p.cp - cp_hide_s);
@@ -463,6 +504,8 @@ void add_exposed(PhaseTimes& out, const Part& p, const Context& c, double ep_hid
   const double ep_exposed = std::max(0.0, p.ep - ep_hide_s);
   out.ep_a2a_s += ep_exposed;
   out.ep_a2a_hidden_s += p.ep - ep_exposed;
+  out.gemm_s += tp_split_gemm_s(c, linear_gemm_s) + (p.tp - tp_exposed) * c.userbuffers_contention +
+                (p.cp - cp_exposed) * c.nccl_contention + (p.ep - ep_exposed) * c.ep_contention;
 }
 
 double gpu_busy(const PhaseTimes& t) {
@@ -500,7 +543,7 @@ Part selective_recompute(const Layout& l, const LayerParts& parts, LayerKind kin
 }
 
 LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind,
-                       double recompute_share) {
+                       double recompute_share, double merged_share) {
   const Layout& l = c.l;
   // Forward pieces of the attention block and of the MLP.
   Part attention = parts.attn_norm;
@@ -525,26 +568,49 @@ LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind
   all += moe_comm;
   all += shared;
 
-  // Hiding of expert communication: behind the shared experts (--moe-shared-expert-overlap) or
-  // behind another microbatch's compute (--overlap-moe-expert-parallel-comm).
-  auto ep_hide = [&](double compute_s, double shared_s) {
-    double hide = 0;
-    if (l.shared_expert_overlap) hide += shared_s;
-    if (l.ep_overlap) hide += kEpOverlapHiddenFraction * compute_s;
-    return hide;
-  };
-
-  LayerTimes out;
-  out.sync = kind == LayerKind::kMoe && parts.sync_per_moe_layer;
-  const double cp_hide_forward = c.cp_overlapped ? core.attention : 0.0;
-  add_exposed(out.forward, all, c, ep_hide(all.compute(), shared.compute()), cp_hide_forward);
-
   Part backward = scaled(all, 2.0);
   backward.attention = parts.attn_core_backward.attention;
   backward.tp = all.tp * (l.sequence_parallel ? 1.5 : 1.0);
   backward.ep = all.ep;
   backward.host_ops = all.host_ops * kBackwardOpsFactor;
-  add_exposed(out.backward, backward, c, ep_hide(backward.compute(), 2.0 * shared.compute()),
+
+  // Hiding of expert communication (forward, backward): behind the shared experts
+  // (--moe-shared-expert-overlap), or behind another microbatch's compute
+  // (--overlap-moe-expert-parallel-comm). The latter merges one microbatch's forward with
+  // another's backward, layer by layer, and pairs each transfer with one piece of compute:
+  // backward combine with forward attention, forward dispatch with backward MLP, backward
+  // dispatch with forward MLP, forward combine with backward attention. Only the merged share of
+  // a rank's chunks overlaps at all; warm-up forwards and cool-down backwards run alone.
+  double ep_hide_forward = l.shared_expert_overlap ? shared.compute() : 0.0;
+  double ep_hide_backward = l.shared_expert_overlap ? 2.0 * shared.compute() : 0.0;
+  if (l.ep_overlap && all.ep > 0) {
+    const double dispatch = parts.dispatch.ep;
+    const double combine = parts.combine.ep;
+    const double attention_forward = attention.compute() + core.compute();
+    const double mlp_forward = mlp.compute() + moe_comm.compute() + shared.compute();
+    const double attention_backward =
+        2.0 * attention.compute() + parts.attn_core_backward.attention;
+    const double mlp_backward = 2.0 * mlp_forward;
+    const double merged_forward =
+        std::max(0.0, dispatch - mlp_backward) + std::max(0.0, combine - attention_backward);
+    const double merged_backward =
+        std::max(0.0, combine - attention_forward) + std::max(0.0, dispatch - mlp_forward);
+    ep_hide_forward =
+        merged_share * std::min(kEpOverlapHiddenShareMax * all.ep, all.ep - merged_forward);
+    ep_hide_backward = merged_share * std::min(kEpOverlapHiddenShareMax * backward.ep,
+                                               backward.ep - merged_backward);
+  }
+
+  // GEMMs of the TP-sharded linears, beside which userbuffers move the TP traffic (the backward
+  // runs data- and weight-gradient GEMMs, twice the forward's).
+  const double linear_gemm = parts.attn_linear.gemm + shared.gemm +
+                             (kind == LayerKind::kDense ? parts.dense_mlp.gemm : 0.0);
+
+  LayerTimes out;
+  out.sync = kind == LayerKind::kMoe && parts.sync_per_moe_layer;
+  const double cp_hide_forward = c.cp_overlapped ? core.attention : 0.0;
+  add_exposed(out.forward, all, c, linear_gemm, ep_hide_forward, cp_hide_forward);
+  add_exposed(out.backward, backward, c, 2.0 * linear_gemm, ep_hide_backward,
               c.cp_overlapped ? parts.attn_core_backward.attention : 0.0);
 
   Part recompute;
@@ -553,7 +619,10 @@ LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind
   }
   recompute = scaled(recompute, c.f.recompute);
   if (recompute_share > 0) recompute += scaled(all, recompute_share * c.f.recompute);
-  add_exposed(out.recompute, recompute, c, ep_hide(recompute.compute(), 0.0),
+  // Megatron refuses EP overlap with MoE recomputation, so recomputed dispatches are exposed.
+  // Recomputed TP traffic comes with its linears' GEMMs, in proportion.
+  const double recompute_linear_gemm = all.tp > 0 ? linear_gemm * recompute.tp / all.tp : 0.0;
+  add_exposed(out.recompute, recompute, c, recompute_linear_gemm, 0.0,
               c.cp_overlapped ? recompute.attention : 0.0);
 
   // Attention pieces are captured by per-layer graphs; a MoE layer's routing and dispatch only
@@ -634,8 +703,9 @@ StageWork stage_work(const Context& c, const LayerParts& parts, const LayerTimes
   ends += scaled(mtp_extra, stage.mtp_layers);
   Part ends_backward = scaled(ends, 2.0);
   ends_backward.tp = ends.tp;
-  add_exposed(st.forward, ends, c, 0, 0);
-  add_exposed(st.backward, ends_backward, c, 0, 0);
+  // Their TP collectives are not userbuffers-overlapped (the output layer is not a TE linear).
+  add_exposed(st.forward, ends, c, 0, 0, 0);
+  add_exposed(st.backward, ends_backward, c, 0, 0, 0);
 
   // Host: the GPU waits when launching work takes longer than running it. A blocking sync per
   // MoE layer splits the stream into per-layer segments.
@@ -733,7 +803,8 @@ void add_step_tail(const Context& c, int rank, StageWork& work) {
             : gather;
     exposed = reduce_exposed + gather_exposed;
   }
-  st.dp_comm_s = exposed;
+  // The hidden part runs NCCL kernels beside the backward (forward) compute and slows it.
+  st.dp_comm_s = exposed + (total - exposed) * c.nccl_contention;
   st.dp_comm_hidden_s = total - exposed;
 
   // Optimizer: Adam over this rank's shard on the GPU, or partly on the CPU.
@@ -769,6 +840,16 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
       std::string_view(l.cp_comm_type).substr(0, l.cp_comm_type.find(' '));
   c.cp_all_to_all = cp_type == "a2a";
   c.cp_overlapped = cp_type == "p2p" || cp_type == "a2a+p2p";
+  const HardwareSpec& hw = w.hardware;
+  const auto sm_share = [&](double sms) { return std::clamp(sms / hw.sm_count, 0.0, 1.0); };
+  c.nccl_contention = sm_share(hw.nccl_comm_sms);
+  c.userbuffers_contention = sm_share(hw.userbuffers_comm_sms);
+  c.ep_contention = c.nccl_contention;
+  if (l.dispatcher == Dispatcher::kFlex && l.flex_backend == FlexBackend::kDeepep) {
+    c.ep_contention = sm_share(hw.deepep_comm_sms);
+  } else if (l.dispatcher == Dispatcher::kFlex && l.flex_backend == FlexBackend::kHybridep) {
+    c.ep_contention = sm_share(hw.hybridep_comm_sms);
+  }
 
   Prediction p;
   p.valid = true;
@@ -793,10 +874,22 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
   const int p_count = l.pp;
   std::vector<StageWork> works;
   works.reserve(p_count);
+  // EP overlap merges one chunk's forward with another's backward in the steady state of
+  // (interleaved) 1F1B; a rank's warm-up forwards (one more with EP overlap) and its cool-down
+  // backwards run alone. Without pipelining, only the first forward and the last backward.
+  const double chunks = static_cast<double>(r.microbatches) * r.vp;
+  auto merged_share = [&](int rank) {
+    if (!l.ep_overlap) return 0.0;
+    const double warmup =
+        l.pp > 1 ? std::min(chunks, 2.0 * (l.pp - rank - 1) + (r.vp - 1.0) * l.pp + 1) : 1.0;
+    return std::max(0.0, chunks - warmup) / chunks;
+  };
   for (int rank = 0; rank < p_count; ++rank) {
     const double share = full_share(r.stages[rank]);
-    const LayerTimes dense = layer_times(c, parts, LayerKind::kDense, share);
-    const LayerTimes moe = is_moe(w.model) ? layer_times(c, parts, LayerKind::kMoe, share) : dense;
+    const double merged = merged_share(rank);
+    const LayerTimes dense = layer_times(c, parts, LayerKind::kDense, share, merged);
+    const LayerTimes moe =
+        is_moe(w.model) ? layer_times(c, parts, LayerKind::kMoe, share, merged) : dense;
     const LayerTimes& mtp_layer = last_moe ? moe : dense;
     works.push_back(stage_work(c, parts, dense, moe, mtp_layer, parts.mtp_extra, rank));
     add_step_tail(c, rank, works.back());

@@ -193,6 +193,8 @@ struct Knobs {
   RecomputeChoice recompute;
   Dispatcher dispatcher = Dispatcher::kAllgather;
   bool offload = false;
+  bool tp_comm_overlap = false;
+  bool ep_overlap = false;
 };
 
 std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
@@ -209,20 +211,45 @@ std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
   if (options.vary_offload && base.precision_aware_optimizer) {
     offloads.push_back(!base.optimizer_cpu_offload);
   }
+  std::vector<bool> tp_overlaps{base.tp_comm_overlap};
+  std::vector<bool> ep_overlaps{base.ep_overlap};
+  if (options.vary_overlaps) {
+    tp_overlaps.push_back(!base.tp_comm_overlap);
+    if (is_moe(w.model)) ep_overlaps.push_back(!base.ep_overlap);
+  }
   std::vector<Knobs> knobs;
   for (int mbs : micro_batches) {
     for (const RecomputeChoice& rc : recompute_choices(w, base, options.vary_recompute)) {
       for (Dispatcher dispatcher : dispatchers) {
-        for (bool offload : offloads) knobs.push_back(Knobs{mbs, rc, dispatcher, offload});
+        for (bool offload : offloads) {
+          for (bool tp_overlap : tp_overlaps) {
+            for (bool ep_overlap : ep_overlaps) {
+              knobs.push_back(Knobs{mbs, rc, dispatcher, offload, tp_overlap, ep_overlap});
+            }
+          }
+        }
       }
     }
   }
   return knobs;
 }
 
-// The baseline with one candidate's layout. Settings the candidate makes invalid are dropped:
-// sequence parallelism and TP overlap at TP 1, expert-parallel overlap where Megatron refuses it,
-// shared-expert overlap beside it or with the allgather dispatcher.
+bool recomputes_moe(const RecomputeChoice& r) {
+  return r.granularity == RecomputeGranularity::kFull ||
+         (r.granularity == RecomputeGranularity::kSelective && (r.modules & kRecomputeMoe));
+}
+
+// Whether Megatron accepts expert-parallel overlap on this layout (megatron_lm.md §1.8), so that
+// the sweep does not try the same layout twice.
+bool ep_overlap_allowed(const Layout& base, const ParallelShape& s, const ExpertShape& e,
+                        const Knobs& k) {
+  return e.ep > 1 && k.dispatcher != Dispatcher::kAllgather && (s.pp == 1 || s.vp > 1) &&
+         !recomputes_moe(k.recompute) && base.mtp_layers <= 1;
+}
+
+// The baseline with one candidate's layout and knobs. Settings the candidate makes invalid are
+// dropped: sequence parallelism and TP overlap at TP 1, expert-parallel overlap where Megatron
+// refuses it, shared-expert overlap beside it or with the allgather dispatcher.
 Layout candidate(const Layout& base, const ParallelShape& s, const ExpertShape& e, const Knobs& k) {
   Layout l = base;
   l.tp = s.tp;
@@ -242,18 +269,14 @@ Layout candidate(const Layout& base, const ParallelShape& s, const ExpertShape& 
   l.microbatch_group_size = 0;
   l.micro_batch_size = k.micro_batch_size;
   l.sequence_parallel = s.tp > 1;
-  l.tp_comm_overlap = base.tp_comm_overlap && s.tp > 1;
+  l.tp_comm_overlap = k.tp_comm_overlap && s.tp > 1;
   l.recompute = k.recompute.granularity;
   l.recompute_method = k.recompute.method;
   l.recompute_num_layers = k.recompute.num_layers;
   l.recompute_modules = k.recompute.modules;
   l.moe_layer_recompute = false;
   l.dispatcher = k.dispatcher;
-  const bool recomputes_moe = k.recompute.granularity == RecomputeGranularity::kFull ||
-                              (k.recompute.granularity == RecomputeGranularity::kSelective &&
-                               (k.recompute.modules & kRecomputeMoe));
-  l.ep_overlap = base.ep_overlap && e.ep > 1 && k.dispatcher != Dispatcher::kAllgather &&
-                 (s.pp == 1 || s.vp > 1) && !recomputes_moe;
+  l.ep_overlap = k.ep_overlap && ep_overlap_allowed(base, s, e, k);
   l.delay_wgrad_compute = base.delay_wgrad_compute && l.ep_overlap;
   l.shared_expert_overlap =
       base.shared_expert_overlap && k.dispatcher != Dispatcher::kAllgather && !l.ep_overlap;
@@ -268,7 +291,7 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
   if (!decoded.ok()) return make_error(decoded.error());
   const Layout& base = decoded.value();
   SweepResult result;
-  result.baseline = predict(w, baseline);
+  result.baseline = predict(w, baseline, options.factors);
 
   std::vector<std::vector<Split>> splits_by_pp(w.model.num_layers + 1);
   for (int pp = 1; pp <= w.model.num_layers; ++pp) {
@@ -281,11 +304,15 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
       for (const Knobs& k : knobs) {
         if (w.global_batch_size % (k.micro_batch_size * shape.dp) != 0) continue;
         if (experts.ep == 1 && k.dispatcher != base.dispatcher) continue;
+        // Overlap switches that the layout drops would repeat a layout already tried.
+        if (k.tp_comm_overlap != base.tp_comm_overlap && shape.tp == 1) continue;
+        if (k.ep_overlap != base.ep_overlap && !ep_overlap_allowed(base, shape, experts, k))
+          continue;
         ++result.layouts_considered;
         Result<ResolvedLayout> resolved = resolve_layout(w, candidate(base, shape, experts, k));
         if (!resolved.ok()) continue;
         ++result.layouts_valid;
-        Prediction prediction = predict_resolved(w, resolved.value());
+        Prediction prediction = predict_resolved(w, resolved.value(), options.factors);
         if (!prediction.fits_in_memory) continue;
         ++result.layouts_fitting;
         if (!best.admits(prediction.tokens_per_s_per_gpu)) continue;

@@ -1,16 +1,18 @@
 // The oracle: enumerates the valid layout space around a baseline recipe (TP, PP with its
 // stage splits, VP, CP, EP, ETP, microbatch size where allowed, recomputation, dispatcher,
-// optimizer offload), predicts each layout with the clean model, and keeps the fastest that fit in
-// memory. Tuners are scored against its best. Every other setting of the baseline (precision,
-// overlaps, fusions, environment) is kept; settings a layout makes invalid are dropped as a careful
-// engineer would (sequence parallelism and TP communication overlap at TP 1, expert-parallel
-// overlap without interleaving).
+// optimizer offload, TP communication overlap and expert-parallel overlap), predicts each layout
+// with the clean model (or given cost factors, e.g. a simulated world's), and keeps the fastest
+// that fit in memory. Tuners are scored against its best. Every other setting of the baseline
+// (precision, other overlaps, fusions, environment) is kept; settings a layout makes invalid are
+// dropped as a careful engineer would (sequence parallelism and TP communication overlap at TP 1,
+// expert-parallel overlap without interleaving).
 //
 // Pure and deterministic (enumeration order breaks ties); single-threaded.
 #pragma once
 
 #include <vector>
 
+#include "adapters/simulator/cost_factors.h"
 #include "adapters/simulator/layout.h"
 #include "adapters/simulator/prediction.h"
 #include "adapters/simulator/workload.h"
@@ -30,6 +32,9 @@ struct SweepOptions {
   bool vary_recompute = true;
   bool vary_dispatcher = true;
   bool vary_offload = true;  // only where the baseline's optimizer allows offload
+  // --tp-comm-overlap where TP > 1, --overlap-moe-expert-parallel-comm where Megatron allows it.
+  bool vary_overlaps = true;
+  CostFactors factors;  // all 1.0: the clean model
 };
 
 struct SweepEntry {

@@ -70,10 +70,21 @@ TEST(SimPerformance, BreakdownAddsUpToTheStepTime) {
   }
 }
 
+// The busy workload on a GPU whose communication kernels take no SMs: overlapped transfers
+// then leave the compute alone, and each term is its own.
+Workload without_contention(Workload w) {
+  w.hardware.nccl_comm_sms = 0;
+  w.hardware.userbuffers_comm_sms = 0;
+  w.hardware.deepep_comm_sms = 0;
+  w.hardware.hybridep_comm_sms = 0;
+  return w;
+}
+
 // Each factor scales its own term: doubling it makes that term (exposed plus hidden) grow and
 // never makes the step faster.
 TEST(SimPerformance, EveryTermPassesThroughItsFactor) {
-  const Prediction base = run(busy_workload(), kBusyFlags);
+  const Workload w = without_contention(busy_workload());
+  const Prediction base = run(w, kBusyFlags);
   struct Case {
     const char* name;
     double CostFactors::*factor;
@@ -104,7 +115,7 @@ TEST(SimPerformance, EveryTermPassesThroughItsFactor) {
   for (const Case& c : cases) {
     CostFactors f;
     f.*c.factor = 2.0;
-    const Prediction p = run(busy_workload(), kBusyFlags, f);
+    const Prediction p = run(w, kBusyFlags, f);
     EXPECT_NEAR(c.term(p), 2 * c.term(base), 1e-6 * c.term(base)) << c.name;
     EXPECT_GE(p.step_time_s, base.step_time_s) << c.name;
   }
@@ -164,6 +175,42 @@ TEST(SimPerformance, PhysicsMovesTheRightWay) {
   ASSERT_TRUE(recomputed.valid) << recomputed.error;
   EXPECT_NEAR(recomputed.breakdown.recompute_s / recomputed.breakdown.compute_s, 1.0 / 3, 0.1);
   EXPECT_LT(recomputed.peak_memory_gib, in_node.peak_memory_gib);
+}
+
+// Overlapped communication is not free: its kernels hold SMs, so the compute it overlaps runs
+// slower for as long as it runs, and a slower transfer costs more even when it is hidden.
+TEST(SimPerformance, OverlappedCommunicationSlowsTheComputeItOverlaps) {
+  const Workload w = workload("mixtral-8x22b", "h100", 128, 4096, 256);
+  const Recipe base = load_recipe_preset("mixtral-8x22b-h100x128").value();
+  for (const char* overlap : {"tp-comm-overlap", "overlap-moe-expert-parallel-comm"}) {
+    Recipe recipe = base;
+    ASSERT_TRUE(set_flag(recipe, overlap, "").ok());
+    const Prediction free_overlap = predict(without_contention(w), recipe);
+    const Prediction contended = predict(w, recipe);
+    ASSERT_TRUE(contended.valid) << contended.error;
+    EXPECT_GT(contended.breakdown.gemm_s, free_overlap.breakdown.gemm_s) << overlap;
+    EXPECT_LT(contended.tokens_per_s_per_gpu, free_overlap.tokens_per_s_per_gpu) << overlap;
+    // Each overlap hides part of its traffic, never all of it.
+    const Prediction exposed = predict(w, base);
+    const StageTiming& s = contended.stages[0];
+    if (std::string(overlap) == "tp-comm-overlap") {
+      EXPECT_LT(contended.breakdown.tp_comm_s, exposed.breakdown.tp_comm_s);
+      EXPECT_GT(contended.breakdown.tp_comm_s, 0);
+      EXPECT_GT(s.forward.tp_comm_hidden_s, 0);
+    } else {
+      EXPECT_LT(contended.breakdown.ep_a2a_s, exposed.breakdown.ep_a2a_s);
+      EXPECT_GT(contended.breakdown.ep_a2a_s, 0.5 * exposed.breakdown.ep_a2a_s);
+      EXPECT_GT(s.forward.ep_a2a_hidden_s, 0);
+    }
+  }
+
+  // NCCL kernels that hold more SMs make the overlapped step slower.
+  Recipe ep_overlap = base;
+  ASSERT_TRUE(set_flag(ep_overlap, "overlap-moe-expert-parallel-comm", "").ok());
+  Workload greedy = w;
+  greedy.hardware.nccl_comm_sms = 48;
+  EXPECT_LT(predict(greedy, ep_overlap).tokens_per_s_per_gpu,
+            predict(w, ep_overlap).tokens_per_s_per_gpu);
 }
 
 TEST(SimPerformance, OutOfMemoryIsValidButDoesNotFit) {

@@ -1,5 +1,6 @@
 // Workloads and recipes the simulated-world tests share: the small Qwen3-30B-A3B workload on 16
-// H100s (two nodes) with its preset baseline, and helpers that change one flag.
+// H100s (two nodes) and the Mixtral-8x22B workload on 128 H100s, with their preset baselines, and
+// helpers that change one flag.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -35,6 +36,11 @@ inline Recipe preset(std::string_view name) {
 }
 
 inline Recipe qwen_baseline() { return preset("qwen3-30b-a3b-h100x16"); }
+
+// Mixtral-8x22B on 128 H100s (16 nodes) with its expert-tuned recipe (the paper's baseline).
+inline Workload mixtral_workload() { return load("mixtral-8x22b", "h100", 128, 4096, 256); }
+
+inline Recipe mixtral_baseline() { return preset("mixtral-8x22b-h100x128"); }
 
 inline Recipe with(Recipe recipe, std::string_view flag, std::string_view value = "") {
   const Status set = set_flag(recipe, flag, value);

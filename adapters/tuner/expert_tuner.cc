@@ -403,6 +403,9 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   options.vary_recompute = false;
   options.vary_dispatcher = false;
   options.vary_offload = false;
+  // The overlap switches are catalog levers of their own: a layout that also flips one would be
+  // two levers.
+  options.vary_overlaps = false;
   auto plain = layout_sweep(c, parent_recipe, options);
   // Layouts that only fit with full recomputation: proposed as they are, expected to run out of
   // memory, then retried with recomputation (rule 5).

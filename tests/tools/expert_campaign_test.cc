@@ -182,7 +182,10 @@ TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
     EXPECT_GT(a["gpu_hours_mean"].get<double>(), 0.0) << arm;
     EXPECT_GT(a["launches_mean"].get<double>(), 0.0) << arm;
     EXPECT_GE(a["failed_launch_share"].get<double>(), 0.0) << arm;
-    EXPECT_LE(a["oracle_fraction_mean"].get<double>(), 1.0 + 1e-9) << arm;
+    // Throughput over the oracle's best, both re-measured under the world's run-to-run noise
+    // (about 1 % per run): a campaign that ships the oracle's best scores 1 within a few noise
+    // widths, and none can do much better.
+    EXPECT_LE(a["oracle_fraction_mean"].get<double>(), 1.03) << arm;
   }
   // Every verdict follows the mean rule, and two campaigns per arm allow p = 1/6 at best
   // unrestricted and 1/4 stratified.

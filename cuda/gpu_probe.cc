@@ -379,6 +379,7 @@ int run(const Options& o) {
   measured.compute_capability = capability;
   measured.gpus = devices;
   measured.memory_total_gib = static_cast<double>(p.totalGlobalMem) / (1 << 30);
+  measured.sm_count = p.multiProcessorCount;
   std::printf("device %d: %s, compute capability %.1f, %d SMs, %.1f GiB; %d GPU(s) visible\n",
               o.device, p.name, capability, p.multiProcessorCount, measured.memory_total_gib,
               devices);

@@ -97,6 +97,7 @@ sim::HardwareSpec calibrate_hardware(const sim::HardwareSpec& base,
                    "; unmeasured fields from the " + base.name + " preset)";
   if (measured.compute_capability > 0) hw.compute_capability = measured.compute_capability;
   if (measured.memory_total_gib > 0) hw.hbm_capacity_gib = measured.memory_total_gib;
+  if (measured.sm_count > 0) hw.sm_count = measured.sm_count;
   if (!measured.bf16.empty()) {
     const GemmFit fit = fit_gemm_curve(measured.bf16, hw.bf16_dense_tflops);
     hw.gemm_bf16_efficiency = fit.efficiency;
@@ -144,6 +145,12 @@ std::string hardware_toml(const sim::HardwareSpec& hw, std::string_view comment)
   line("attention_forward_efficiency", number(hw.attention_forward_efficiency));
   line("attention_backward_efficiency", number(hw.attention_backward_efficiency));
   line("attention_half_efficiency_tokens", number(hw.attention_half_efficiency_tokens));
+  line("sm_count", std::to_string(hw.sm_count));
+  out += "\n[comm_sms]\n";
+  line("nccl", number(hw.nccl_comm_sms));
+  line("userbuffers", number(hw.userbuffers_comm_sms));
+  line("deepep", number(hw.deepep_comm_sms));
+  line("hybridep", number(hw.hybridep_comm_sms));
   out += "\n[memory]\n";
   line("capacity_gib", number(hw.hbm_capacity_gib));
   line("bandwidth_gb_per_s", number(hw.hbm_bandwidth_gb_per_s));

@@ -51,6 +51,7 @@ struct ProbeMeasurements {
   std::string device_name;        // "NVIDIA H200"
   double compute_capability = 0;  // 9.0
   int gpus = 1;
+  int sm_count = 0;  // streaming multiprocessors; 0: the preset's
   double memory_total_gib = 0;
   std::vector<GemmMeasurement> bf16;
   std::vector<GemmMeasurement> fp8;  // empty where the device has no fp8 tensor cores

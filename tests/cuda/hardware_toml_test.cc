@@ -51,6 +51,7 @@ TEST(HardwareToml, TheSimulatorReadsWhatTheProbeWrites) {
   measured.compute_capability = 9.0;
   measured.gpus = 8;
   measured.memory_total_gib = 139.8;
+  measured.sm_count = 132;
   measured.bf16 = shapes(base->bf16_dense_tflops, 0.66, 80);
   measured.fp8 = shapes(base->fp8_dense_tflops, 0.58, 80);
   measured.hbm_copy_gb_per_s = 0.85 * base->hbm_bandwidth_gb_per_s;
@@ -65,6 +66,7 @@ TEST(HardwareToml, TheSimulatorReadsWhatTheProbeWrites) {
   EXPECT_NE(parsed->description.find("NVIDIA H200"), std::string::npos);
   EXPECT_DOUBLE_EQ(parsed->compute_capability, 9.0);
   EXPECT_NEAR(parsed->hbm_capacity_gib, 139.8, 1e-9);
+  EXPECT_EQ(parsed->sm_count, 132);
   EXPECT_NEAR(parsed->gemm_bf16_efficiency, 0.66, 2e-3);
   EXPECT_NEAR(parsed->gemm_half_efficiency_dim, 80, 0.5);
   EXPECT_NEAR(parsed->gemm_fp8_efficiency, 0.58, 2e-3);
@@ -87,6 +89,10 @@ TEST(HardwareToml, EveryPresetSurvivesARoundTrip) {
     EXPECT_NEAR(again->gemm_bf16_efficiency, preset->gemm_bf16_efficiency, 1e-6) << name;
     EXPECT_NEAR(again->hbm_bandwidth_gb_per_s, preset->hbm_bandwidth_gb_per_s, 1e-6) << name;
     EXPECT_EQ(again->description, preset->description) << name;
+    // The communication kernels' SM shares, which the overlap model reads.
+    EXPECT_EQ(again->sm_count, preset->sm_count) << name;
+    EXPECT_DOUBLE_EQ(again->nccl_comm_sms, preset->nccl_comm_sms) << name;
+    EXPECT_DOUBLE_EQ(again->deepep_comm_sms, preset->deepep_comm_sms) << name;
   }
 }
 

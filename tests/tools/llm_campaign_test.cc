@@ -196,8 +196,22 @@ TEST_P(LlmCampaign, BadSettingsFailBeforeTheLedgerIsTouched) {
   const auto run = testing_support::run_shell(attune() + " campaign run " + file + " --db " + db);
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("temperature: unknown key"), std::string::npos) << run.err;
-  EXPECT_FALSE(fs::exists(fs::path(db) / "CURRENT"));  // no RocksDB ledger was opened
+  EXPECT_FALSE(fs::exists(db));  // no ledger, and no launcher folder under it
   EXPECT_TRUE(server.requests().empty());
+}
+
+// The example campaign file is complete up to the key: without it the campaign stops at once,
+// naming the variable, and leaves nothing behind.
+TEST(LlmExample, NeedsOnlyTheKey) {
+  const fs::path db =
+      fs::temp_directory_path() / ("attune-llm-example-" + std::to_string(::getpid()));
+  fs::remove_all(db);
+  const auto run = testing_support::run_shell(
+      "env -u ANTHROPIC_API_KEY " + attune() + " campaign run " + ATTUNE_SOURCE_DIR +
+      "/examples/qwen3-30b-a3b-llm.toml --db " + db.string());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("ANTHROPIC_API_KEY is not set"), std::string::npos) << run.err;
+  EXPECT_FALSE(fs::exists(db));
 }
 
 INSTANTIATE_TEST_SUITE_P(LlmDialects, LlmCampaign, ::testing::Values("anthropic", "openai"),

@@ -214,6 +214,33 @@ Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string&
   if (!baseline.ok()) return make_error(baseline.error());
   campaign.baseline = std::move(baseline).value();
 
+  // The tuner before the launcher: a tuner's bad settings stop the campaign before the
+  // launcher creates anything under the ledger folder. The LLM tuner reads run logs through the
+  // launcher made below.
+  auto launcher_slot = std::make_shared<const Launcher*>(nullptr);
+  if (opened.tuner == "external") {
+    campaign.tuner = std::make_unique<agent::ExternalTuner>();
+  } else if (opened.tuner == "random") {
+    campaign.tuner = std::make_unique<RandomTuner>(campaign.workload, opened.seed);
+  } else if (opened.tuner == "tpe") {
+    campaign.tuner = std::make_unique<TpeTuner>(campaign.workload, opened.seed);
+  } else if (opened.tuner == "expert") {
+    campaign.tuner =
+        std::make_unique<ExpertTuner>(campaign.workload, campaign.policy, builtin_lever_catalog());
+  } else if (opened.tuner == "llm") {
+    auto tuner =
+        LlmTuner::open(opened, builtin_lever_catalog(),
+                       [launcher_slot](const std::string& log_path) -> Result<std::string> {
+                         if (*launcher_slot == nullptr) return make_error("no launcher");
+                         return (*launcher_slot)->read_log(log_path);
+                       });
+    if (!tuner.ok()) return make_error(tuner.error());
+    campaign.tuner = std::move(tuner).value();
+  } else {
+    return make_error("tuner '" + opened.tuner +
+                      "' is not available in this build; use expert, tpe, random, llm or external");
+  }
+
   if (opened.launcher == "local") {
     campaign.scheduler = make_asio_scheduler();
     LocalLauncherOptions local;
@@ -245,26 +272,7 @@ Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string&
     if (!launcher.ok()) return make_error(launcher.error());
     campaign.launcher = std::move(launcher).value();
   }
-  if (opened.tuner == "external") {
-    campaign.tuner = std::make_unique<agent::ExternalTuner>();
-  } else if (opened.tuner == "random") {
-    campaign.tuner = std::make_unique<RandomTuner>(campaign.workload, opened.seed);
-  } else if (opened.tuner == "tpe") {
-    campaign.tuner = std::make_unique<TpeTuner>(campaign.workload, opened.seed);
-  } else if (opened.tuner == "expert") {
-    campaign.tuner =
-        std::make_unique<ExpertTuner>(campaign.workload, campaign.policy, builtin_lever_catalog());
-  } else if (opened.tuner == "llm") {
-    const Launcher* launcher = campaign.launcher.get();
-    auto tuner = LlmTuner::open(
-        opened, builtin_lever_catalog(),
-        [launcher](const std::string& log_path) { return launcher->read_log(log_path); });
-    if (!tuner.ok()) return make_error(tuner.error());
-    campaign.tuner = std::move(tuner).value();
-  } else {
-    return make_error("tuner '" + opened.tuner +
-                      "' is not available in this build; use expert, tpe, random or llm");
-  }
+  *launcher_slot = campaign.launcher.get();
   return campaign;
 }
 

@@ -277,7 +277,8 @@ void add_view_commands(CLI::App& app, int& exit_code) {
   auto audit_options = std::make_shared<ViewOptions>();
   CLI::App* audit = app.add_subcommand(
       "audit",
-      "Verify the chain and list every charge, refused launch and access denial; exit 1 on any "
+      "Verify the chain and list every charge (GPU-hours and LLM), refused launch and access "
+      "denial; exit 1 on any "
       "inconsistency");
   add_common(audit, *audit_options, false);
   audit->callback([&exit_code, audit_options] { exit_code = run_audit(*audit_options); });

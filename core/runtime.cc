@@ -743,9 +743,13 @@ CampaignRuntime::CampaignRuntime(EventStore& store, std::string campaign_id, Pol
                                    std::move(options))) {
   Impl* impl = impl_.get();
   launcher.set_listener([impl](const JobReport& report) { impl->on_report(report); });
+  tuner.set_progress(impl->options.progress);
 }
 
-CampaignRuntime::~CampaignRuntime() { impl_->launcher.set_listener(nullptr); }
+CampaignRuntime::~CampaignRuntime() {
+  impl_->launcher.set_listener(nullptr);
+  impl_->tuner.set_progress(nullptr);
+}
 
 Status CampaignRuntime::open(const CampaignOpened& opened) {
   auto version = impl_->store.version(impl_->campaign_id);

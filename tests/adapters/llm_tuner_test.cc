@@ -102,7 +102,12 @@ TEST_P(LlmTuner, ReadsTheSourceThenProposesAndRecordsEveryCallAndTurn) {
              {"profile", true}})});
   auto tuner = open(server.endpoint(), "input_usd_per_mtok = 3\noutput_usd_per_mtok = 15\n");
   ASSERT_TRUE(tuner);
+  std::vector<std::string> progress;
+  tuner->set_progress([&progress](const std::string& line) { progress.push_back(line); });
   TunerAnswer answer = ask(*tuner);
+  ASSERT_EQ(progress.size(), 2u);  // one line per turn
+  EXPECT_EQ(progress[0].rfind("llm turn 1 (", 0), 0u) << progress[0];
+  EXPECT_NE(progress[1].find("LLM total $"), std::string::npos) << progress[1];
   auto* proposal = std::get_if<TunerProposal>(&answer);
   ASSERT_NE(proposal, nullptr);
   EXPECT_EQ(proposal->recipe.flags.at("--tensor-model-parallel-size"), "1");
@@ -264,7 +269,11 @@ TEST_P(LlmTuner, AnEndpointThatKeepsFailingEndsTheSearchWithTheError) {
   LoopbackChatServer server({{503, "down", {}}, {503, "down", {}}, {503, "down", {}}});
   auto tuner = open(server.endpoint(), "retries = 2\n");
   ASSERT_TRUE(tuner);
+  std::vector<std::string> progress;
+  tuner->set_progress([&progress](const std::string& line) { progress.push_back(line); });
   TunerAnswer answer = ask(*tuner);
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_NE(progress[0].find("HTTP 503"), std::string::npos) << progress[0];
   ASSERT_TRUE(std::holds_alternative<TunerStop>(answer));
   const std::string& evidence = std::get<TunerStop>(answer).evidence;
   EXPECT_NE(evidence.find("the LLM endpoint failed"), std::string::npos) << evidence;

@@ -141,6 +141,7 @@ TunerAnswer LlmTuner::next(const TunerView& view) {
         settings_.max_tokens_per_turn, system_prompt_, tools_, conversation_);
     auto response = client_.post_json(request.path, request.headers, request.body.dump());
     if (!response.ok()) {
+      if (progress_) progress_("llm turn " + std::to_string(turn_) + ": " + response.error());
       return TunerStop{
           "the LLM endpoint failed: " + response.error(), {}, llm::last_diagnosis(view.state)};
     }
@@ -153,6 +154,11 @@ TunerAnswer LlmTuner::next(const TunerView& view) {
     cost_usd += turn_cost_usd;
     events_.emplace_back(
         LlmCharged{turn_, settings_.model, input_tokens, output_tokens, turn_cost_usd});
+    if (progress_) {
+      progress_("llm turn " + std::to_string(turn_) + " (" + settings_.model +
+                "): " + std::to_string(input_tokens) + " input, " + std::to_string(output_tokens) +
+                " output tokens, " + usd(turn_cost_usd) + " (LLM total " + usd(cost_usd) + ")");
+    }
 
     auto reply = llm::parse_chat_reply(settings_.dialect, response->body);
     if (!reply.ok()) {

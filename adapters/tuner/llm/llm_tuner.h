@@ -55,6 +55,10 @@ class LlmTuner final : public Tuner {
   std::string name() const override { return "llm"; }
   TunerAnswer next(const TunerView& view) override;
   std::vector<Body> take_events() override;
+  // One line per turn: the tokens and cost, or the endpoint's failure.
+  void set_progress(std::function<void(const std::string&)> progress) override {
+    progress_ = std::move(progress);
+  }
 
   const std::string& system_prompt() const { return system_prompt_; }
 
@@ -98,6 +102,7 @@ class LlmTuner final : public Tuner {
   std::uint32_t turn_ = 0;                         // the last turn's number, campaign-wide
   bool turns_counted_ = false;                     // turn_ taken from the ledger once
   std::vector<Body> events_;
+  std::function<void(const std::string&)> progress_;
 };
 
 }  // namespace attune

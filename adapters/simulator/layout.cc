@@ -1206,6 +1206,25 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
   } else {
     put(kOffloadFraction, std::to_string(layout.optimizer_offload_fraction));
   }
+  // A recipe that names its graphs with a deprecated alias keeps it.
+  if (!layout.deprecated_cuda_graph_flag) {
+    remove(kEnableCudaGraph);
+    remove(kExternalCudaGraph);
+    if (layout.cuda_graph == d.cuda_graph) {
+      remove(kCudaGraphImpl);
+    } else {
+      put(kCudaGraphImpl, str(kGraphImplNames[static_cast<int>(layout.cuda_graph)]));
+    }
+  }
+  if (layout.cuda_graph_modules == d.cuda_graph_modules) {
+    remove(kCudaGraphModules);
+  } else {
+    std::string modules;
+    for (const ModuleName& module : kGraphModuleNames) {
+      if (layout.cuda_graph_modules & module.bit) append_word(modules, module.name, " ");
+    }
+    put(kCudaGraphModules, modules);
+  }
   if (!error.empty()) return make_error(error);
   return recipe;
 }
@@ -1235,6 +1254,9 @@ std::string layout_summary(const ResolvedLayout& r) {
   }
   if (l.ep > 1) text += " dispatcher=" + str(kDispatcherNames[static_cast<int>(l.dispatcher)]);
   if (l.optimizer_cpu_offload) text += " cpu-offload";
+  if (l.cuda_graph != CudaGraphImpl::kNone) {
+    text += " cuda-graphs=" + str(kGraphImplNames[static_cast<int>(l.cuda_graph)]);
+  }
   return text;
 }
 

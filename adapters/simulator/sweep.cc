@@ -1,6 +1,7 @@
 #include "adapters/simulator/sweep.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "adapters/simulator/performance_model.h"
 
@@ -195,6 +196,8 @@ struct Knobs {
   bool offload = false;
   bool tp_comm_overlap = false;
   bool ep_overlap = false;
+  CudaGraphImpl cuda_graph = CudaGraphImpl::kNone;
+  std::uint32_t cuda_graph_modules = 0;
 };
 
 std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
@@ -217,6 +220,21 @@ std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
     tp_overlaps.push_back(!base.tp_comm_overlap);
     if (is_moe(w.model)) ep_overlaps.push_back(!base.ep_overlap);
   }
+  struct Graphs {
+    CudaGraphImpl impl;
+    std::uint32_t modules;
+  };
+  std::vector<Graphs> graphs{{base.cuda_graph, base.cuda_graph_modules}};
+  if (options.vary_cuda_graphs) {
+    // The modules of published MoE recipes (perf_model.md §3c); a dense model's graphs take whole
+    // layers.
+    const std::uint32_t modules =
+        is_moe(w.model) ? kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess : 0u;
+    for (Graphs g :
+         {Graphs{CudaGraphImpl::kNone, 0u}, Graphs{CudaGraphImpl::kTransformerEngine, modules}}) {
+      if (g.impl != base.cuda_graph) graphs.push_back(g);
+    }
+  }
   std::vector<Knobs> knobs;
   for (int mbs : micro_batches) {
     for (const RecomputeChoice& rc : recompute_choices(w, base, options.vary_recompute)) {
@@ -224,7 +242,10 @@ std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
         for (bool offload : offloads) {
           for (bool tp_overlap : tp_overlaps) {
             for (bool ep_overlap : ep_overlaps) {
-              knobs.push_back(Knobs{mbs, rc, dispatcher, offload, tp_overlap, ep_overlap});
+              for (const Graphs& graph : graphs) {
+                knobs.push_back(Knobs{mbs, rc, dispatcher, offload, tp_overlap, ep_overlap,
+                                      graph.impl, graph.modules});
+              }
             }
           }
         }
@@ -281,6 +302,11 @@ Layout candidate(const Layout& base, const ParallelShape& s, const ExpertShape& 
   l.shared_expert_overlap =
       base.shared_expert_overlap && k.dispatcher != Dispatcher::kAllgather && !l.ep_overlap;
   l.optimizer_cpu_offload = k.offload;
+  if (k.cuda_graph != base.cuda_graph) {
+    l.cuda_graph = k.cuda_graph;
+    l.deprecated_cuda_graph_flag = false;
+    l.cuda_graph_modules = k.cuda_graph_modules;
+  }
   return l;
 }
 
@@ -307,6 +333,10 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
         // Overlap switches that the layout drops would repeat a layout already tried.
         if (k.tp_comm_overlap != base.tp_comm_overlap && shape.tp == 1) continue;
         if (k.ep_overlap != base.ep_overlap && !ep_overlap_allowed(base, shape, experts, k))
+          continue;
+        // Megatron refuses per-layer graphs with full recomputation.
+        if (k.cuda_graph != base.cuda_graph && k.cuda_graph != CudaGraphImpl::kNone &&
+            k.recompute.granularity == RecomputeGranularity::kFull)
           continue;
         ++result.layouts_considered;
         Result<ResolvedLayout> resolved = resolve_layout(w, candidate(base, shape, experts, k));

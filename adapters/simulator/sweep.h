@@ -1,11 +1,11 @@
 // The oracle: enumerates the valid layout space around a baseline recipe (TP, PP with its
 // stage splits, VP, CP, EP, ETP, microbatch size where allowed, recomputation, dispatcher,
-// optimizer offload, TP communication overlap and expert-parallel overlap), predicts each layout
-// with the clean model (or given cost factors, e.g. a simulated world's), and keeps the fastest
-// that fit in memory. Tuners are scored against its best. Every other setting of the baseline
-// (precision, other overlaps, fusions, environment) is kept; settings a layout makes invalid are
-// dropped as a careful engineer would (sequence parallelism and TP communication overlap at TP 1,
-// expert-parallel overlap without interleaving).
+// optimizer offload, TP communication overlap, expert-parallel overlap and CUDA graphs), predicts
+// each layout with the clean model (or given cost factors, e.g. a simulated world's), and keeps
+// the fastest that fit in memory. Tuners are scored against its best. Every other setting of the
+// baseline (precision, other overlaps, fusions, environment) is kept; settings a layout makes
+// invalid are dropped as a careful engineer would (sequence parallelism and TP communication
+// overlap at TP 1, expert-parallel overlap without interleaving).
 //
 // Pure and deterministic (enumeration order breaks ties); single-threaded.
 #pragma once
@@ -34,6 +34,11 @@ struct SweepOptions {
   bool vary_offload = true;  // only where the baseline's optimizer allows offload
   // --tp-comm-overlap where TP > 1, --overlap-moe-expert-parallel-comm where Megatron allows it.
   bool vary_overlaps = true;
+  // No CUDA graphs and Transformer Engine per-layer graphs (attention, router and preprocessing of
+  // MoE layers; whole layers of dense models), where the layout allows them: where launching
+  // kernels binds, graphs are worth as much as a layout change, and the oracle must stay an upper
+  // bound.
+  bool vary_cuda_graphs = true;
   CostFactors factors;  // all 1.0: the clean model
 };
 

@@ -406,6 +406,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   // The overlap switches are catalog levers of their own: a layout that also flips one would be
   // two levers.
   options.vary_overlaps = false;
+  options.vary_cuda_graphs = false;  // CUDA graphs are a catalog lever of their own, too
   auto plain = layout_sweep(c, parent_recipe, options);
   // Layouts that only fit with full recomputation: proposed as they are, expected to run out of
   // memory, then retried with recomputation (rule 5).

@@ -103,27 +103,22 @@ Recipe unpinned(Recipe recipe) {
   EXPECT_TRUE(removed.ok()) << (removed.ok() ? "" : removed.error());
   return recipe;
 }
-// Four TP1 layouts one lever away from allgather(), each some 25-30 % over the baseline in the
-// clean model.
+// Four TP1 layouts one lever away from allgather(), each about twice the baseline in the clean
+// model. None uses context parallelism: on this host-bound demo, halving each kernel's work
+// doubles the GPU's wait for launches, and a CP2 layout gains nothing. In the default world the
+// third finishes after the second leads and beats it by 5.8 % of the baseline mean but only 2.8 %
+// of the leader's throughput, so the band's denominator decides its verdict.
 std::vector<Recipe> tp1_layouts() {
   const std::initializer_list<std::pair<const char*, const char*>> tp1 = {
       {"--tensor-model-parallel-size", "1"}, {"--sequence-parallel", "false"}};
   return {changed(changed(allgather(), tp1), {{"--pipeline-model-parallel-size", "2"},
-                                              {"--context-parallel-size", "2"},
-                                              {"--expert-model-parallel-size", "4"},
+                                              {"--expert-model-parallel-size", "8"},
                                               {"--decoder-first-pipeline-num-layers", "26"},
                                               {"--decoder-last-pipeline-num-layers", "22"}}),
-          changed(changed(allgather(), tp1), {{"--pipeline-model-parallel-size", "2"},
-                                              {"--num-virtual-stages-per-pipeline-rank", "2"},
-                                              {"--context-parallel-size", "2"},
-                                              {"--expert-model-parallel-size", "4"},
-                                              {"--decoder-first-pipeline-num-layers", "26"},
-                                              {"--decoder-last-pipeline-num-layers", "22"}}),
-          changed(changed(allgather(), tp1), {{"--pipeline-model-parallel-size", "4"},
-                                              {"--context-parallel-size", "2"},
-                                              {"--expert-model-parallel-size", "2"},
-                                              {"--decoder-first-pipeline-num-layers", "13"},
-                                              {"--decoder-last-pipeline-num-layers", "9"}}),
+          changed(changed(allgather(), tp1),
+                  {{"--pipeline-model-parallel-size", "8"}, {"--expert-model-parallel-size", "2"}}),
+          changed(changed(allgather(), tp1),
+                  {{"--pipeline-model-parallel-size", "2"}, {"--expert-model-parallel-size", "8"}}),
           allgather_pp4()};
 }
 

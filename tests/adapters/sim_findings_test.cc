@@ -54,17 +54,20 @@ TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1WithFullRecomputation) {
   const Prediction baseline = valid(w, load_recipe_preset("glm-4.5-b200x128").value());
   ASSERT_TRUE(baseline.fits_in_memory);
 
-  // Moving expert parallelism inside a node helps; the DeepEP dispatcher helps more.
+  // Moving expert parallelism inside a node helps; the DeepEP dispatcher helps more. The paper
+  // measured about +22-34 % for these; the run is "bound by communication and kernel launches",
+  // which is what lets the host cost take the alltoall dispatcher's gain back.
   const Prediction ep8 = valid(w, variant("glm-4.5-b200x128", {"expert-model-parallel-size=8"}));
   const Prediction deepep =
       valid(w, variant("glm-4.5-b200x128",
                        {"expert-model-parallel-size=8", "moe-token-dispatcher-type=flex"}));
   EXPECT_GT(gain(ep8, baseline), 0.1);
+  EXPECT_LT(gain(ep8, baseline), 0.5);
   EXPECT_GT(deepep.tokens_per_s_per_gpu, ep8.tokens_per_s_per_gpu);
 
   // TP1 at 16 pipeline stages (light end stages for the embedding and the loss + MTP) runs out
   // of memory under the baseline's recomputation, and fits with full recomputation, on the order
-  // of +50 % over the public recipe.
+  // of +55 % over the public recipe and ahead of the intranode-expert layouts, as in the paper.
   const std::initializer_list<const char*> tp1 = {
       "tensor-model-parallel-size=1",        "sequence-parallel=false",
       "pipeline-model-parallel-size=16",     "expert-model-parallel-size=8",
@@ -79,14 +82,13 @@ TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1WithFullRecomputation) {
   }
   const Prediction tp1_full = valid(w, full);
   EXPECT_TRUE(tp1_full.fits_in_memory);
+  EXPECT_GT(tp1_full.tokens_per_s_per_gpu, deepep.tokens_per_s_per_gpu);
   EXPECT_GT(gain(tp1_full, baseline), 0.3);
   EXPECT_LT(gain(tp1_full, baseline), 0.8);
 
   // The oracle's fastest layouts drop TP to 1 and deepen the pipeline: TP1 at 16 stages is within
   // a few percent of the best. (In the model they keep activations in check with context
-  // parallelism or selective recomputation rather than full recomputation, and the intranode-
-  // expert TP2 layout stays ahead of TP1 with full recomputation: the model's GPU is not idle
-  // enough between microbatches to absorb the recomputation.)
+  // parallelism or selective recomputation rather than full recomputation.)
   SweepOptions options;
   options.top_k = 20;
   Result<SweepResult> oracle = sweep(w, load_recipe_preset("glm-4.5-b200x128").value(), options);

@@ -68,6 +68,37 @@ TEST(SimSweep, MicrobatchSizeIsOptIn) {
   EXPECT_GT(varied_result.value().layouts_considered, fixed_result.value().layouts_considered);
 }
 
+// The demo waits for its host to launch kernels, so the oracle's best layouts capture them in
+// CUDA graphs, with the modules a MoE layer's graphs can hold; without the switch the baseline's
+// eager launches stay.
+TEST(SimSweep, CudaGraphsAreVariedWhereTheHostBinds) {
+  const Workload w = qwen3_on_16_h100();
+  const Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();
+  ASSERT_FALSE(baseline.flags.contains("--cuda-graph-impl"));
+  SweepOptions options;
+  options.top_k = 5;
+  const Result<SweepResult> graphs = sweep(w, baseline, options);
+  ASSERT_TRUE(graphs.ok()) << graphs.error();
+  ASSERT_FALSE(graphs->best.empty());
+  const SweepEntry& best = graphs->best.front();
+  EXPECT_EQ(best.layout.layout.cuda_graph, CudaGraphImpl::kTransformerEngine);
+  EXPECT_EQ(best.recipe.flags.at("--cuda-graph-impl"), "transformer_engine");
+  EXPECT_EQ(best.recipe.flags.at("--cuda-graph-modules"), "attn moe_router moe_preprocess");
+  EXPECT_NE(best.layout.layout.recompute, RecomputeGranularity::kFull);
+
+  options.vary_cuda_graphs = false;
+  const Result<SweepResult> eager = sweep(w, baseline, options);
+  ASSERT_TRUE(eager.ok()) << eager.error();
+  ASSERT_FALSE(eager->best.empty());
+  for (const SweepEntry& entry : eager->best) {
+    EXPECT_EQ(entry.layout.layout.cuda_graph, CudaGraphImpl::kNone);
+    EXPECT_FALSE(entry.recipe.flags.contains("--cuda-graph-impl"));
+  }
+  EXPECT_LT(eager->layouts_considered, graphs->layouts_considered);
+  EXPECT_GT(best.prediction.tokens_per_s_per_gpu,
+            eager->best.front().prediction.tokens_per_s_per_gpu);
+}
+
 TEST(SimSweep, UndecodableBaselineIsAnError) {
   const Workload w = qwen3_on_16_h100();
   Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();

@@ -196,7 +196,7 @@ TEST_F(AgentCampaign, IsDrivenThroughTheControlSocketUnderTheSameRules) {
 
 TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
   // A budget that fits the calibration, the reserve and about three candidates.
-  start_campaign(campaign_file("[budget]\ngpu_hours = 12\nreserve_checks = 3\n"));
+  start_campaign(campaign_file("[budget]\ngpu_hours = 32\nreserve_checks = 3\n"));
   const fs::path agent_dir = root_ / "agent";
   const fs::path framework = root_ / "megatron";
   fs::create_directories(framework / "megatron" / "core");

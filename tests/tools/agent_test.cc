@@ -296,6 +296,15 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
     EXPECT_EQ(run.exit_code, 1) << what << ": " << run.out << run.err;
     refused += run.exit_code == 1 ? 1 : 0;
   }
+  // A forged event: the socket takes operations, never events. (Before the parallel proposals,
+  // which may spend the budget and end the campaign.)
+  const auto forged = run_shell(
+      "echo " + quoted(R"({"op":"append","event":{"type":"RecipeShipped","body":{"run_id":6}}})") +
+      " | python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(\"" + socket_ +
+      "\"); s.sendall(sys.stdin.buffer.read()); print(s.recv(4096).decode())'");
+  EXPECT_NE(forged.out.find("unknown operation 'append'"), std::string::npos)
+      << forged.out << forged.err;
+  refused += forged.out.find("\"ok\":false") != std::string::npos ? 1 : 0;
   // Parallel proposals past the budget: twelve at once.
   std::string parallel;
   const std::vector<std::string> levers = {
@@ -311,26 +320,27 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
                 (root_ / ("p" + std::to_string(i))).string() + " 2>&1) & ";
   }
   run_shell(parallel + "wait");
+  // Each reply: admitted, refused (recorded), or the search already over. Once the budget is
+  // spent the campaign stops, checks and ships, so a late proposal may find the socket gone.
   int parallel_admitted = 0;
   int parallel_refused = 0;
+  std::size_t parallel_unrecorded = 0;  // proposals that never reached decide()
   for (std::size_t i = 0; i < levers.size(); ++i) {
     std::ifstream in(root_ / ("p" + std::to_string(i)));
     std::stringstream text;
     text << in.rdbuf();
     const json reply = json::parse(text.str(), nullptr, false);
-    ASSERT_FALSE(reply.is_discarded()) << text.str();
+    if (!reply.is_object()) {
+      EXPECT_NE(text.str().find("no campaign listens on"), std::string::npos) << text.str();
+      ++parallel_refused;
+      ++parallel_unrecorded;
+      continue;
+    }
     (reply.value("admitted", false) ? parallel_admitted : parallel_refused) += 1;
+    parallel_unrecorded += reply.value("proposal_id", 0) == 0 ? 1 : 0;
   }
   EXPECT_GE(parallel_refused, 1);
   refused += parallel_refused > 0 ? 1 : 0;
-  // A forged event: the socket takes operations, never events.
-  const auto forged = run_shell(
-      "echo " + quoted(R"({"op":"append","event":{"type":"RecipeShipped","body":{"run_id":6}}})") +
-      " | python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(\"" + socket_ +
-      "\"); s.sendall(sys.stdin.buffer.read()); print(s.recv(4096).decode())'");
-  EXPECT_NE(forged.out.find("unknown operation 'append'"), std::string::npos)
-      << forged.out << forged.err;
-  refused += forged.out.find("\"ok\":false") != std::string::npos ? 1 : 0;
 
   cli("stop --evidence 'red team over'");
   const json summary = finish_campaign();
@@ -346,18 +356,7 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
   EXPECT_EQ(of_type(all, "AccessDenied").size(), hook_attempts.size() + 1);
   EXPECT_EQ(
       of_type(all, "LaunchRefused").size(),
-      socket_attempts.size() + static_cast<std::size_t>(parallel_refused) -
-          /* replies after the budget stop record nothing */ [&] {
-            std::size_t over = 0;
-            for (std::size_t i = 0; i < levers.size(); ++i) {
-              std::ifstream in(root_ / ("p" + std::to_string(i)));
-              std::stringstream text;
-              text << in.rdbuf();
-              const json reply = json::parse(text.str(), nullptr, false);
-              over += reply.value("proposal_id", 0) == 0 ? 1 : 0;
-            }
-            return over;
-          }());
+      socket_attempts.size() + static_cast<std::size_t>(parallel_refused) - parallel_unrecorded);
   // The framework source reads the hook allowed are recorded with their locations (rule 3).
   const auto reads = of_type(all, "ToolCalled");
   ASSERT_EQ(reads.size(), 2u);

@@ -2,6 +2,8 @@
 // and a user's TOML file goes through the same parser with one-line errors.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -69,13 +71,22 @@ TEST(SimPresets, UnknownPresetNamesThePresets) {
 
 class CustomModelFile : public ::testing::Test {
  protected:
+  // One folder per process and test: CTest runs this binary's tests in parallel.
   std::string write(const std::string& text) {
-    const auto dir = std::filesystem::temp_directory_path() / "attune-sim-presets-test";
-    std::filesystem::create_directories(dir);
-    const std::string path = (dir / "my-model.toml").string();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("attune-sim-presets-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    const std::string path = (dir_ / "my-model.toml").string();
     std::ofstream(path) << text;
     return path;
   }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::filesystem::path dir_;
 };
 
 constexpr const char* kCustomModel = R"(name = "tiny-moe"

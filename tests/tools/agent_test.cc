@@ -173,6 +173,15 @@ TEST_F(AgentCampaign, IsDrivenThroughTheControlSocketUnderTheSameRules) {
   EXPECT_EQ(log.exit_code, 0);
   EXPECT_NE(log.out.find("iteration"), std::string::npos);
 
+  // A refusal whose object is cut at its size limit inside a two-byte character: the audit's
+  // JSON still parses.
+  const auto long_denial = run_shell(
+      "python3 -c 'import json,socket; s=socket.socket(socket.AF_UNIX); s.connect(\"" + socket_ +
+      "\"); s.sendall((json.dumps({\"op\": \"deny\", \"object\": \"x\" + chr(233) * 3000, "
+      "\"rule\": \"test\"}) + chr(10)).encode()); print(s.recv(4096).decode())'");
+  EXPECT_NE(long_denial.out.find("\"ok\":true"), std::string::npos)
+      << long_denial.out << long_denial.err;
+
   auto stop = cli("stop --evidence 'the dispatcher was the one lever worth its GPU-hours'");
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   const json summary = finish_campaign();
@@ -190,6 +199,12 @@ TEST_F(AgentCampaign, IsDrivenThroughTheControlSocketUnderTheSameRules) {
   const auto stops = of_type(all, "StopRecorded");
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_EQ(stops[0]["actor"], "tuner:external");
+  const auto audit = run_shell(attune() + " audit --db " + db_ + " --json");
+  EXPECT_EQ(audit.exit_code, 0) << audit.err;
+  const json audited = json::parse(audit.out, nullptr, false);
+  ASSERT_FALSE(audited.is_discarded()) << audit.out.substr(0, 200) << audit.err;
+  ASSERT_EQ(audited["access_denied"].size(), 1u);
+  EXPECT_EQ(audited["access_denied"][0]["actor"], "agent:hook");
   // The socket is gone with the campaign.
   EXPECT_EQ(cli("status").exit_code, 2);
 }
@@ -457,6 +472,7 @@ TEST_F(AgentCampaign, BadInvocationsChangeNothing) {
   auto bad_diff = run_shell("ATTUNE_SOCKET=" + socket_ + " " + attune() +
                             " propose --diff '!env:' --hypothesis 'a: b'");
   EXPECT_EQ(bad_diff.exit_code, 2);
+  EXPECT_NE(bad_diff.err.find("--diff '!env:': expected"), std::string::npos) << bad_diff.err;
   auto nobody = run_shell(attune() + " wait --socket " + socket_);
   EXPECT_EQ(nobody.exit_code, 2);
   EXPECT_NE(nobody.err.find("no campaign listens on"), std::string::npos) << nobody.err;

@@ -132,50 +132,15 @@ int run_audit(const ViewOptions& options) {
   const Audit& audit = view.audit;
   const bool consistent = chain->ok() && audit.findings.empty();
   if (options.json) {
-    nlohmann::json out;
+    // The audit's lists as the projections render them, with strings made valid UTF-8 (a
+    // refused object cut at its size limit may end inside a character), then the chain check
+    // and the verdict.
+    nlohmann::json out = to_json(audit);
     out["campaign_id"] = loaded->campaign_id;
     out["consistent"] = consistent;
     out["chain"] = {{"ok", chain->ok()},
                     {"events_verified", chain->events_verified},
                     {"findings", chain->findings}};
-    out["findings"] = nlohmann::json::array();
-    for (const AuditFinding& finding : audit.findings) {
-      out["findings"].push_back({{"sequence", finding.sequence}, {"message", finding.message}});
-    }
-    out["charges"] = nlohmann::json::array();
-    for (const ChargeEntry& charge : audit.charges) {
-      out["charges"].push_back({{"sequence", charge.sequence},
-                                {"run_id", charge.run_id},
-                                {"account", to_string(charge.account)},
-                                {"gpus", charge.gpus},
-                                {"admitted_at_unix_ns", charge.admitted_at_unix_ns},
-                                {"released_at_unix_ns", charge.released_at_unix_ns},
-                                {"gpu_hours", charge.gpu_hours}});
-    }
-    out["refused_launches"] = nlohmann::json::array();
-    for (const RefusalEntry& refusal : audit.refusals) {
-      out["refused_launches"].push_back({{"sequence", refusal.sequence},
-                                         {"proposal_id", refusal.proposal_id},
-                                         {"reason", to_string(refusal.reason)},
-                                         {"detail", refusal.detail}});
-    }
-    out["llm_charges"] = nlohmann::json::array();
-    for (const LlmChargeEntry& entry : audit.llm_charges) {
-      out["llm_charges"].push_back({{"sequence", entry.sequence},
-                                    {"actor", entry.actor},
-                                    {"turn", entry.turn},
-                                    {"model", entry.model},
-                                    {"input_tokens", entry.input_tokens},
-                                    {"output_tokens", entry.output_tokens},
-                                    {"cost_usd", entry.cost_usd}});
-    }
-    out["access_denied"] = nlohmann::json::array();
-    for (const AccessDeniedEntry& denied : audit.access_denied) {
-      out["access_denied"].push_back({{"sequence", denied.sequence},
-                                      {"actor", denied.actor},
-                                      {"object", denied.object},
-                                      {"rule", denied.rule}});
-    }
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << "audit of campaign " << loaded->campaign_id << "\n";

@@ -366,12 +366,20 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
   return kExitOk;
 }
 
+// One progress line on stdout. The runtime (scheduler thread) and an agent's supervisor (its
+// own thread) both print: whole lines, never interleaved.
+void print_progress_line(const std::string& line) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  std::cout << line << "\n" << std::flush;
+}
+
 RuntimeOptions runtime_options(bool json, const TraceAnalyzer& trace_analyzer) {
   RuntimeOptions options;
   options.trace_analyzer = &trace_analyzer;
   options.crash_after_event = crash_after_event_from_environment();
   if (!json) {
-    options.progress = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+    options.progress = print_progress_line;
   }
   return options;
 }
@@ -421,13 +429,7 @@ Status drive(CampaignRuntime& runtime, Campaign& campaign, const std::string& so
     options.socket_path = socket_path;
     options.log_path = agent_log_path;
     options.restarts_max = agent.restarts_max;
-    if (!quiet) {
-      options.progress = [](const std::string& line) {
-        static std::mutex mutex;
-        std::lock_guard lock(mutex);
-        std::cout << line << "\n" << std::flush;
-      };
-    }
+    if (!quiet) options.progress = print_progress_line;
     // The agent is needed while the campaign calibrates or searches; after the stop it may
     // end its turn for good.
     options.agent_needed = [&plane] {
@@ -458,7 +460,7 @@ Status drive(CampaignRuntime& runtime, Campaign& campaign, const std::string& so
     supervisor = std::make_unique<AgentSupervisor>(std::move(options));
     supervisor->start();
   }
-  if (!quiet) std::cout << "control socket " << socket_path << "\n" << std::flush;
+  if (!quiet) print_progress_line("control socket " + socket_path);
   Status ran = runtime.run();
   plane.close("the campaign has finished (" + std::string(to_string(phase_of(runtime.state()))) +
               ")");

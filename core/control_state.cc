@@ -104,6 +104,8 @@ void evolve(ControlState& state, const Envelope& event) {
           state.stop_recorded = true;
         } else if constexpr (std::is_same_v<T, RecipeShipped>) {
           state.shipped = true;
+        } else if constexpr (std::is_same_v<T, LeverRuleLearned>) {
+          state.learned_rules.push_back(LearnedRuleRecord{event.sequence, body});
         }
       },
       event.body);

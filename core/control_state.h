@@ -61,6 +61,12 @@ struct RunState {
   friend bool operator==(const RunState&, const RunState&) = default;
 };
 
+struct LearnedRuleRecord {
+  std::uint64_t sequence = 0;
+  LeverRuleLearned rule;
+  friend bool operator==(const LearnedRuleRecord&, const LearnedRuleRecord&) = default;
+};
+
 struct ControlState {
   CampaignView view;
   std::map<RunId, RunState> runs;
@@ -73,6 +79,9 @@ struct ControlState {
   bool waiting_for_budget = false;
   bool stop_recorded = false;
   bool shipped = false;
+  // The lever rules the campaign recorded once it shipped, with their sequence numbers.
+  std::vector<LearnedRuleRecord> learned_rules;
+  bool rules_learned() const { return !learned_rules.empty(); }
 
   ProposalId next_proposal_id() const {
     return proposals.empty() ? 1 : proposals.rbegin()->first + 1;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
-#include "core/lever_groups.h"
 #include "gate/config_check.h"
 #include "projections/audit.h"
 #include "projections/baseline_band.h"
@@ -42,8 +42,7 @@ std::vector<SettingChange> classified_diff(const Policy& policy, const Recipe& f
   return diff;
 }
 
-std::vector<Lever> levers_of(const std::vector<SettingChange>& diff) {
-  const LeverGroups& groups = LeverGroups::builtin();
+std::vector<Lever> levers_of(const LeverGroups& groups, const std::vector<SettingChange>& diff) {
   std::vector<Lever> levers;
   for (const SettingChange& change : diff) {
     const std::string name = groups.lever_of(change.name);
@@ -64,159 +63,186 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-Result<std::vector<Body>> decide_propose(const ControlState& state, const ProposeLaunch& command,
-                                         const DecideContext& context) {
-  const Phase phase = phase_of(state);
-  if (phase == Phase::kNotOpened) return make_error("the campaign is not opened");
-  const CampaignOpened& settings = state.view.settings;
+// What admitting a proposal needs to know besides the state: the proposal as it will be
+// recorded, and whether its launch is paid from the tuner's budget.
+struct Admission {
+  CandidateProposed proposed;
+  bool charged_to_budget = false;
+};
 
+struct Refusal {
+  RefusalReason reason = RefusalReason::kInvalid;
+  std::string detail;
+};
+
+// One function per purpose: an Error is a defect of the caller, a Refusal a fact to record.
+using AdmitResult = std::variant<std::monostate, Refusal, Error>;
+
+AdmitResult admit_calibration(const ControlState& state, Phase phase, Admission& admission) {
+  if (phase != Phase::kCalibrating) {
+    return Refusal{RefusalReason::kInvalid, "calibration is over: the band is set"};
+  }
+  if (admission.proposed.recipe_hash != state.view.settings.baseline_recipe_hash) {
+    return Refusal{RefusalReason::kInvalid, "a calibration run must run the baseline recipe"};
+  }
+  admission.charged_to_budget = !state.view.settings.budget_auto;
+  return {};
+}
+
+std::optional<Refusal> duplicate_of_a_run(const ControlState& state, const std::string& hash) {
+  for (const auto& [id, run] : state.runs) {
+    if ((run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kCalibration) &&
+        run.recipe_hash == hash) {
+      return Refusal{RefusalReason::kDuplicate,
+                     "identical to the recipe of run " + std::to_string(id) +
+                         (run.purpose == RunPurpose::kCalibration ? " (the baseline)" : "") +
+                         " (canonical hash " + hash.substr(0, 12) + ")"};
+    }
+  }
+  return std::nullopt;
+}
+
+// Rule 2: one lever, or one coupled set of parallel degrees, against the parent run. The ledger
+// records the levers against the parent, so a reader can check it.
+AdmitResult admit_search(const ControlState& state, Phase phase, const ProposeLaunch& command,
+                         const DecideContext& context, Admission& admission) {
+  if (phase != Phase::kSearching) {
+    return Refusal{RefusalReason::kInvalid,
+                   std::string("the campaign is ") + to_string(phase) + ", not searching"};
+  }
+  if (auto duplicate = duplicate_of_a_run(state, admission.proposed.recipe_hash)) {
+    return *duplicate;
+  }
+  std::string parent_text = state.view.settings.baseline_recipe;
+  if (command.parent_run_id != 0) {
+    const RunState* parent = state.run(command.parent_run_id);
+    if (parent == nullptr || parent->purpose == RunPurpose::kCheck) {
+      return Refusal{RefusalReason::kInvalid,
+                     "parent run " + std::to_string(command.parent_run_id) +
+                         " is not a search or calibration run of this campaign"};
+    }
+    parent_text = parent->recipe;
+  }
+  Result<Recipe> parent = parse_recipe(parent_text, "parent recipe");
+  if (!parent.ok()) return make_error(parent.error());
+  const std::vector<Lever> levers = levers_of(
+      context.lever_groups, classified_diff(context.policy, parent.value(), command.recipe));
+  admission.proposed.levers = levers;
+  if (levers.empty()) {
+    return Refusal{RefusalReason::kInvalid, "changes nothing against its parent run " +
+                                                std::to_string(command.parent_run_id)};
+  }
+  // A black-box search draws whole configurations from its frozen space, as the paper's
+  // baselines did: rule 2 binds only the tuners that diagnose.
+  if (levers.size() > 1 && !state.view.settings.tuner_black_box) {
+    std::vector<std::string> names;
+    for (const Lever& lever : levers) names.push_back(lever.name);
+    return Refusal{RefusalReason::kMultipleLevers,
+                   "changes " + std::to_string(levers.size()) + " levers against run " +
+                       std::to_string(command.parent_run_id) + " (" + join(names) +
+                       "); one lever or one coupled set of parallel degrees per candidate"};
+  }
+  const ConfigCheckResult checked = check_config(context.policy, context.baseline, command.recipe);
+  if (!checked.allowed) return Refusal{RefusalReason::kLayer1, refusal_summary(checked)};
+  admission.charged_to_budget = true;
+  return {};
+}
+
+// An infrastructure failure may be retried once, with the same recipe; two of them count as a
+// recipe failure.
+AdmitResult admit_retry(const ControlState& state, const ProposeLaunch& command,
+                        Admission& admission) {
+  const RunId retried = command.retry_of_run_id;
+  const RunState* failed = state.run(retried);
+  if (failed == nullptr || !failed->failed ||
+      failed->failed->failure_class != FailureClass::kInfra) {
+    return Refusal{RefusalReason::kInvalid,
+                   "run " + std::to_string(retried) +
+                       " did not fail on infrastructure: only such a run may be retried"};
+  }
+  if (failed->purpose == RunPurpose::kRetry) {
+    return Refusal{RefusalReason::kInvalid,
+                   "run " + std::to_string(retried) +
+                       " is already a retry: two infrastructure failures count as a recipe "
+                       "failure"};
+  }
+  for (const auto& [id, run] : state.runs) {
+    if (run.retry_of_run_id == retried) {
+      return Refusal{
+          RefusalReason::kDuplicate,
+          "run " + std::to_string(retried) + " was already retried as run " + std::to_string(id)};
+    }
+  }
+  if (admission.proposed.recipe_hash != failed->recipe_hash) {
+    return Refusal{RefusalReason::kInvalid, "a retry must run the failed run's recipe"};
+  }
+  admission.charged_to_budget = failed->purpose == RunPurpose::kSearch;
+  return {};
+}
+
+// Check runs come after the stop and run their candidate's recipe; they are paid from the reserve
+// and may overshoot it.
+AdmitResult admit_check(const ControlState& state, Phase phase, const ProposeLaunch& command,
+                        const Admission& admission) {
+  if (phase != Phase::kShipping) {
+    return Refusal{RefusalReason::kInvalid, "check runs come after the stop"};
+  }
+  const RunState* candidate = state.run(command.check_of_run_id);
+  const std::string expected_hash = command.check_of_run_id == 0
+                                        ? state.view.settings.baseline_recipe_hash
+                                        : (candidate ? candidate->recipe_hash : std::string());
+  if (admission.proposed.recipe_hash != expected_hash) {
+    return Refusal{RefusalReason::kInvalid, "a check run must run its candidate's recipe"};
+  }
+  return {};
+}
+
+// What every launch must fit: the concurrency limit, and (unless paid from the reserve or the
+// infrastructure account) the remaining budget less the reserve.
+std::optional<Refusal> exceeds_limits(const ControlState& state, const ProposeLaunch& command,
+                                      bool charged_to_budget) {
+  const std::uint32_t in_flight = state.runs_in_flight();
+  if (in_flight >= state.view.settings.concurrency) {
+    return Refusal{RefusalReason::kConcurrency,
+                   std::to_string(in_flight) + " runs in flight, at most " +
+                       std::to_string(state.view.settings.concurrency)};
+  }
+  const Budget& budget = state.view.budget;
+  if (charged_to_budget && command.expected_gpu_hours > budget.remaining_gpu_hours) {
+    return Refusal{RefusalReason::kBudget,
+                   "expected " + format_fixed(command.expected_gpu_hours, 2) +
+                       " GPU-hours does not fit the remaining " +
+                       format_fixed(budget.remaining_gpu_hours, 2) + " (budget " +
+                       format_fixed(budget.budget_gpu_hours, 2) + ", spent " +
+                       format_fixed(budget.tuner_gpu_hours, 2) + ", in flight " +
+                       format_fixed(budget.in_flight_gpu_hours, 2) + ", reserve " +
+                       format_fixed(budget.reserve_gpu_hours, 2) + ")"};
+  }
+  return std::nullopt;
+}
+
+CandidateProposed proposal_of(const ControlState& state, const ProposeLaunch& command,
+                              const DecideContext& context) {
   CandidateProposed proposed;
   proposed.proposal_id = state.next_proposal_id();
   proposed.purpose = command.purpose;
   proposed.recipe = canonical_text(command.recipe);
   proposed.recipe_hash = recipe_hash(command.recipe);
   proposed.diff = classified_diff(context.policy, context.baseline, command.recipe);
-  proposed.levers = levers_of(proposed.diff);
+  proposed.levers = levers_of(context.lever_groups, proposed.diff);
   proposed.hypothesis = command.hypothesis;
   proposed.profile = command.profile;
   proposed.retry_of_run_id = command.retry_of_run_id;
   proposed.check_of_run_id = command.check_of_run_id;
   proposed.parent_run_id = command.parent_run_id;
+  return proposed;
+}
 
-  std::vector<Body> events;
-  events.push_back(proposed);
-  auto refuse = [&](RefusalReason reason, std::string detail) {
-    events.push_back(LaunchRefused{proposed.proposal_id, reason, std::move(detail)});
-    return events;
-  };
-
-  if (phase == Phase::kDone) return refuse(RefusalReason::kInvalid, "the campaign has shipped");
-  const std::string& baseline_hash = settings.baseline_recipe_hash;
-  bool charged_to_budget = false;
-  switch (command.purpose) {
-    case RunPurpose::kCalibration: {
-      if (phase != Phase::kCalibrating) {
-        return refuse(RefusalReason::kInvalid, "calibration is over: the band is set");
-      }
-      if (proposed.recipe_hash != baseline_hash) {
-        return refuse(RefusalReason::kInvalid, "a calibration run must run the baseline recipe");
-      }
-      charged_to_budget = !settings.budget_auto;
-      break;
-    }
-    case RunPurpose::kSearch: {
-      if (phase != Phase::kSearching) {
-        return refuse(RefusalReason::kInvalid,
-                      std::string("the campaign is ") + to_string(phase) + ", not searching");
-      }
-      for (const auto& [id, run] : state.runs) {
-        if ((run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kCalibration) &&
-            run.recipe_hash == proposed.recipe_hash) {
-          return refuse(RefusalReason::kDuplicate,
-                        "identical to the recipe of run " + std::to_string(id) +
-                            (run.purpose == RunPurpose::kCalibration ? " (the baseline)" : "") +
-                            " (canonical hash " + proposed.recipe_hash.substr(0, 12) + ")");
-        }
-      }
-      std::string parent_text = settings.baseline_recipe;
-      if (command.parent_run_id != 0) {
-        const RunState* parent = state.run(command.parent_run_id);
-        if (parent == nullptr || parent->purpose == RunPurpose::kCheck) {
-          return refuse(RefusalReason::kInvalid,
-                        "parent run " + std::to_string(command.parent_run_id) +
-                            " is not a search or calibration run of this campaign");
-        }
-        parent_text = parent->recipe;
-      }
-      Result<Recipe> parent = parse_recipe(parent_text, "parent recipe");
-      if (!parent.ok()) return make_error(parent.error());
-      const std::vector<Lever> levers =
-          levers_of(classified_diff(context.policy, parent.value(), command.recipe));
-      // The ledger records the levers against the parent, so a reader can check rule 2.
-      std::get<CandidateProposed>(events.front()).levers = levers;
-      if (levers.empty()) {
-        return refuse(RefusalReason::kInvalid, "changes nothing against its parent run " +
-                                                   std::to_string(command.parent_run_id));
-      }
-      // Rule 2 binds the diagnosis-driven tuners; a black-box search draws whole configurations
-      // from its frozen space, as the paper's baselines did.
-      const bool black_box = settings.tuner == "tpe";
-      if (levers.size() > 1 && !black_box) {
-        std::vector<std::string> names;
-        for (const Lever& lever : levers) names.push_back(lever.name);
-        return refuse(RefusalReason::kMultipleLevers,
-                      "changes " + std::to_string(levers.size()) + " levers against run " +
-                          std::to_string(command.parent_run_id) + " (" + join(names) +
-                          "); one lever or one coupled set of parallel degrees per candidate");
-      }
-      const ConfigCheckResult checked =
-          check_config(context.policy, context.baseline, command.recipe);
-      if (!checked.allowed) return refuse(RefusalReason::kLayer1, refusal_summary(checked));
-      charged_to_budget = true;
-      break;
-    }
-    case RunPurpose::kRetry: {
-      const RunState* failed = state.run(command.retry_of_run_id);
-      if (failed == nullptr || !failed->failed ||
-          failed->failed->failure_class != FailureClass::kInfra) {
-        return refuse(RefusalReason::kInvalid,
-                      "run " + std::to_string(command.retry_of_run_id) +
-                          " did not fail on infrastructure: only such a run may be retried");
-      }
-      if (failed->purpose == RunPurpose::kRetry) {
-        return refuse(RefusalReason::kInvalid,
-                      "run " + std::to_string(command.retry_of_run_id) +
-                          " is already a retry: two infrastructure failures count as a recipe "
-                          "failure");
-      }
-      for (const auto& [id, run] : state.runs) {
-        if (run.retry_of_run_id == command.retry_of_run_id) {
-          return refuse(RefusalReason::kDuplicate,
-                        "run " + std::to_string(command.retry_of_run_id) +
-                            " was already retried as run " + std::to_string(id));
-        }
-      }
-      if (proposed.recipe_hash != failed->recipe_hash) {
-        return refuse(RefusalReason::kInvalid, "a retry must run the failed run's recipe");
-      }
-      charged_to_budget = failed->purpose == RunPurpose::kSearch;
-      break;
-    }
-    case RunPurpose::kCheck: {
-      if (phase != Phase::kShipping) {
-        return refuse(RefusalReason::kInvalid, "check runs come after the stop");
-      }
-      const std::string& expected_hash =
-          command.check_of_run_id == 0 ? baseline_hash
-                                       : (state.run(command.check_of_run_id)
-                                              ? state.run(command.check_of_run_id)->recipe_hash
-                                              : std::string());
-      if (proposed.recipe_hash != expected_hash) {
-        return refuse(RefusalReason::kInvalid, "a check run must run its candidate's recipe");
-      }
-      break;  // checks are paid from the reserve and may overshoot it
-    }
-  }
-
-  if (state.runs_in_flight() >= settings.concurrency) {
-    return refuse(RefusalReason::kConcurrency, std::to_string(state.runs_in_flight()) +
-                                                   " runs in flight, at most " +
-                                                   std::to_string(settings.concurrency));
-  }
-  const Budget& budget = state.view.budget;
-  if (charged_to_budget && command.expected_gpu_hours > budget.remaining_gpu_hours) {
-    return refuse(RefusalReason::kBudget,
-                  "expected " + format_fixed(command.expected_gpu_hours, 2) +
-                      " GPU-hours does not fit the remaining " +
-                      format_fixed(budget.remaining_gpu_hours, 2) + " (budget " +
-                      format_fixed(budget.budget_gpu_hours, 2) + ", spent " +
-                      format_fixed(budget.tuner_gpu_hours, 2) + ", in flight " +
-                      format_fixed(budget.in_flight_gpu_hours, 2) + ", reserve " +
-                      format_fixed(budget.reserve_gpu_hours, 2) + ")");
-  }
-
+LaunchAdmitted admitted_launch(const ControlState& state, const ProposeLaunch& command,
+                               ProposalId proposal_id) {
+  const CampaignOpened& settings = state.view.settings;
   LaunchAdmitted admitted;
-  admitted.proposal_id = proposed.proposal_id;
+  admitted.proposal_id = proposal_id;
   admitted.run_id = state.next_run_id();
   admitted.purpose = command.purpose;
   admitted.gpus = settings.gpu_count;
@@ -226,7 +252,47 @@ Result<std::vector<Body>> decide_propose(const ControlState& state, const Propos
   admitted.expected_gpu_hours = command.expected_gpu_hours;
   admitted.exclude_nodes = command.exclude_nodes;
   admitted.job_name = job_name_for(state.view.campaign_id, admitted.run_id);
-  events.push_back(admitted);
+  return admitted;
+}
+
+// A proposal is recorded whatever becomes of it: then either its refusal or its admission.
+Result<std::vector<Body>> decide_propose(const ControlState& state, const ProposeLaunch& command,
+                                         const DecideContext& context) {
+  const Phase phase = phase_of(state);
+  if (phase == Phase::kNotOpened) return make_error("the campaign is not opened");
+  Admission admission{proposal_of(state, command, context), false};
+  AdmitResult admitted;
+  if (phase == Phase::kDone) {
+    admitted = Refusal{RefusalReason::kInvalid, "the campaign has shipped"};
+  } else {
+    switch (command.purpose) {
+      case RunPurpose::kCalibration:
+        admitted = admit_calibration(state, phase, admission);
+        break;
+      case RunPurpose::kSearch:
+        admitted = admit_search(state, phase, command, context, admission);
+        break;
+      case RunPurpose::kRetry:
+        admitted = admit_retry(state, command, admission);
+        break;
+      case RunPurpose::kCheck:
+        admitted = admit_check(state, phase, command, admission);
+        break;
+    }
+  }
+  if (const Error* error = std::get_if<Error>(&admitted)) return *error;
+  if (std::holds_alternative<std::monostate>(admitted)) {
+    if (auto limit = exceeds_limits(state, command, admission.charged_to_budget)) {
+      admitted = std::move(*limit);
+    }
+  }
+  const ProposalId proposal_id = admission.proposed.proposal_id;
+  std::vector<Body> events{std::move(admission.proposed)};
+  if (Refusal* refusal = std::get_if<Refusal>(&admitted)) {
+    events.push_back(LaunchRefused{proposal_id, refusal->reason, std::move(refusal->detail)});
+  } else {
+    events.push_back(admitted_launch(state, command, proposal_id));
+  }
   return events;
 }
 
@@ -378,9 +444,15 @@ Result<std::vector<Body>> decide(const ControlState& state, const Command& comma
             return make_error("a recipe ships only after the stop, once");
           }
           return std::vector<Body>{body.shipped};
-        } else {
-          static_assert(std::is_same_v<T, RecordAccessDenied>);
+        } else if constexpr (std::is_same_v<T, RecordAccessDenied>) {
           return std::vector<Body>{body.denied};
+        } else {
+          static_assert(std::is_same_v<T, RecordLearnedRules>);
+          if (phase_of(state) != Phase::kDone) {
+            return make_error("lever rules are learned once the campaign has shipped");
+          }
+          if (state.rules_learned()) return make_error("the campaign's lever rules are recorded");
+          return std::vector<Body>(body.rules.begin(), body.rules.end());
         }
       },
       command);

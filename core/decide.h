@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/control_state.h"
+#include "core/lever_groups.h"
 #include "events/event.h"
 #include "events/recipe.h"
 #include "events/result.h"
@@ -34,9 +35,13 @@ inline constexpr double kAutoBudgetRoundingGpuHours = 10.0;
 // A calibration may need more launches than runs when some fail; it gives up beyond this.
 inline constexpr std::uint32_t kCalibrationLaunchesPerRunMax = 3;
 
+// What decide() needs besides the state, all of it fixed for the campaign: the gate's policy
+// (its hash recorded in CampaignOpened), the baseline recipe, the lever groups that count the
+// levers of a candidate (their hash recorded too), and the time.
 struct DecideContext {
   const Policy& policy;
   const Recipe& baseline;
+  const LeverGroups& lever_groups;
   std::int64_t now_unix_ns = 0;
 };
 
@@ -94,9 +99,14 @@ struct RecordAccessDenied {
   AccessDenied denied;
 };
 
-using Command =
-    std::variant<ProposeLaunch, ReportSubmitted, ReportStarted, ReportFinished, ReportProfile,
-                 RecordStop, RecordGateResult, RecordShipment, RecordAccessDenied>;
+// What a shipped campaign established about its levers; recorded once.
+struct RecordLearnedRules {
+  std::vector<LeverRuleLearned> rules;
+};
+
+using Command = std::variant<ProposeLaunch, ReportSubmitted, ReportStarted, ReportFinished,
+                             ReportProfile, RecordStop, RecordGateResult, RecordShipment,
+                             RecordAccessDenied, RecordLearnedRules>;
 
 Result<std::vector<Body>> decide(const ControlState& state, const Command& command,
                                  const DecideContext& context);

@@ -3,40 +3,50 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <string_view>
+
+#include "events/assert.h"
+#include "events/sha256.h"
 
 namespace attune {
 
 extern const char kLeverGroupsToml[];
 extern const std::size_t kLeverGroupsToml_size;
 
+Result<LeverGroups> LeverGroups::parse(std::string_view toml_text, const std::string& source_name) {
+  LeverGroups parsed;
+  parsed.hash_ = to_hex(sha256(toml_text));
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(source_name));
+  } catch (const toml::parse_error& e) {
+    return make_error(source_name + ":" + std::to_string(e.source().begin.line) + ": " +
+                      std::string(e.description()));
+  }
+  const toml::array* list = root["group"].as_array();
+  if (list == nullptr) return make_error(source_name + ": no [[group]] entries");
+  std::size_t index = 0;
+  for (const toml::node& entry : *list) {
+    ++index;
+    const std::string where = source_name + ": group " + std::to_string(index);
+    const toml::table* group = entry.as_table();
+    const auto name = group ? (*group)["name"].value<std::string>() : std::nullopt;
+    const toml::array* settings = group ? (*group)["settings"].as_array() : nullptr;
+    if (!name || settings == nullptr) return make_error(where + ": needs name and settings");
+    for (const toml::node& setting : *settings) {
+      const auto text = setting.value<std::string>();
+      if (!text) return make_error(where + " (" + *name + "): a setting is not a string");
+      parsed.group_of_setting_[*text] = *name;
+    }
+  }
+  return parsed;
+}
+
 const LeverGroups& LeverGroups::builtin() {
   static const LeverGroups groups = [] {
-    LeverGroups parsed;
-    try {
-      toml::table root = toml::parse(std::string_view(kLeverGroupsToml, kLeverGroupsToml_size),
-                                     std::string_view("lever_groups.toml"));
-      const toml::array* list = root["group"].as_array();
-      if (list == nullptr) throw std::runtime_error("no [[group]] entries");
-      for (const toml::node& entry : *list) {
-        const toml::table* group = entry.as_table();
-        const auto name = group ? (*group)["name"].value<std::string>() : std::nullopt;
-        const toml::array* settings = group ? (*group)["settings"].as_array() : nullptr;
-        if (!name || settings == nullptr)
-          throw std::runtime_error("a group lacks name or settings");
-        for (const toml::node& setting : *settings) {
-          const auto text = setting.value<std::string>();
-          if (!text) throw std::runtime_error("a setting is not a string");
-          parsed.group_of_setting_[*text] = *name;
-        }
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "attune: built-in lever_groups.toml is broken: %s\n", e.what());
-      std::abort();
-    }
-    return parsed;
+    auto parsed =
+        parse(std::string_view(kLeverGroupsToml, kLeverGroupsToml_size), "lever_groups.toml");
+    ATTUNE_ASSERT(parsed.ok(), parsed.ok() ? "" : parsed.error());
+    return std::move(parsed).value();
   }();
   return groups;
 }

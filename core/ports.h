@@ -162,6 +162,9 @@ class Tuner {
   // agent thinks: the runtime then keeps the campaign open rather than stopping the search, and
   // the agent's commands reach the runtime through CampaignRuntime::propose and record_stop.
   virtual bool waits_for_input() const { return false; }
+  // A black-box search draws whole configurations from a frozen space (the paper's baselines):
+  // rule 2 (one lever per candidate) does not bind it. Recorded in CampaignOpened.
+  virtual bool black_box() const { return false; }
   // Where a tuner that works for a long time per answer (an LLM over HTTP) says what it does;
   // the runtime hands it its own progress output (empty: quiet).
   virtual void set_progress(std::function<void(const std::string&)> progress) { (void)progress; }

@@ -1,10 +1,14 @@
-// CampaignRuntime: the loop that runs one campaign from open to shipped recipe.
+// CampaignRuntime: the thin shell that runs one campaign from open to shipped recipe.
 //
-// It routes: adapter reports and tuner answers become commands; decide() turns a command into
-// events; the events are appended to the ledger (durably) and folded into the state; then the
-// runtime reacts (submit an admitted run, watch it for hangs, measure a finished one, ask the
-// tuner again, check and ship). Everything happens on the scheduler's thread, one step at a
-// time, so a campaign on the virtual scheduler is a deterministic function of its seeds.
+// The rules live in pure functions: decide() (core/decide.h) turns a command into events, evolve()
+// folds them, react() (core/react.h) says what follows. The shell executes: it turns launcher
+// reports into commands (reading the run's log and traces), runs every command through decide(),
+// appends the events to the ledger (durably) and folds them, then asks react() what follows and
+// performs it (submit a run, watch it, ask the tuner, read two check logs to judge, learn), until
+// react() names nothing. Side effects happen only after the append that called for them returned.
+// Launcher reports that arrive while the shell is busy wait in an inbox. Everything happens on
+// the scheduler's thread, so a campaign on the virtual scheduler is a deterministic function of
+// its seeds.
 //
 // Crash recovery: resume() folds the ledger and reconciles every admitted run that has not
 // finished with the launcher (reattach by job name, or submit one the cluster never saw). A job
@@ -21,7 +25,9 @@
 
 #include "core/control_state.h"
 #include "core/decide.h"
+#include "core/lever_groups.h"
 #include "core/ports.h"
+#include "core/react.h"
 #include "core/scheduler.h"
 #include "events/event_store.h"
 #include "gate/convergence.h"
@@ -30,9 +36,8 @@
 namespace attune {
 
 // Limits of the loop, each with its unit in the name.
-inline constexpr std::uint32_t kProposalsPerStepMax = 64;          // tuner answers in one step
-inline constexpr std::uint32_t kRefusalsInARowMax = 200;           // then the tuner is stopped
-inline constexpr std::uint32_t kCheckAttemptsPerCandidateMax = 2;  // infra retries of a check
+inline constexpr std::uint32_t kProposalsPerStepMax = 64;  // tuner answers before other news
+inline constexpr std::size_t kInboxReportsMax = 4096;      // launcher reports waiting their turn
 
 struct RuntimeOptions {
   // One line per finished run and per decision that matters; empty to stay quiet.
@@ -41,6 +46,11 @@ struct RuntimeOptions {
   ConvergenceThresholds convergence;
   // Reads profiled runs' traces; null records only the trace paths.
   const TraceAnalyzer* trace_analyzer = nullptr;
+  // The lever groups decide() counts levers with; null: the built-in groups.
+  const LeverGroups* lever_groups = nullptr;
+  // What a shipped campaign established about its levers (recorded as LeverRuleLearned events,
+  // once); empty: the campaign learns nothing.
+  std::function<std::vector<LeverRuleLearned>(const ControlState&)> learn_rules;
 };
 
 // What became of a proposal made through CampaignRuntime::propose.
@@ -62,9 +72,11 @@ class CampaignRuntime {
   CampaignRuntime(const CampaignRuntime&) = delete;
   CampaignRuntime& operator=(const CampaignRuntime&) = delete;
 
-  // Records CampaignOpened as the campaign's first event.
-  Status open(const CampaignOpened& opened);
-  // Folds the ledger and reconciles admitted, unfinished runs with the launcher.
+  // Records CampaignOpened as the campaign's first event, with the tuner's kind and the lever
+  // groups' hash filled in.
+  Status open(CampaignOpened opened);
+  // Folds the ledger, checks that the lever groups are the ones the campaign opened with, and
+  // reconciles admitted, unfinished runs with the launcher.
   Status resume();
   // Runs the scheduler until the campaign has shipped a recipe (or an operating error stops it).
   Status run();

@@ -370,6 +370,8 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setLearnedRules(as_text(value.learned_rules));
   out.setLearnedRulesPath(as_text(value.learned_rules_path));
   out.setTunerOptions(as_text(value.tuner_options));
+  out.setTunerBlackBox(value.tuner_black_box);
+  out.setLeverGroupsHash(as_text(value.lever_groups_hash));
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -532,6 +534,9 @@ void write(const LeverRuleLearned& value, BodyBuilder body) {
   out.setLever(as_text(value.lever));
   out.setRule(as_text(value.rule));
   fill<RunId>(out.initEvidenceRunIds(list_size(value.evidence_run_ids)), value.evidence_run_ids);
+  out.setWhen(as_text(value.when));
+  out.setEffect(as_text(value.effect));
+  out.setAction(as_text(value.action));
 }
 
 void write(const ToolCalled& value, BodyBuilder body) {
@@ -710,6 +715,8 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.learned_rules = read_text(in.getLearnedRules());
   value.learned_rules_path = read_text(in.getLearnedRulesPath());
   value.tuner_options = read_text(in.getTunerOptions());
+  value.tuner_black_box = in.getTunerBlackBox();
+  value.lever_groups_hash = read_text(in.getLeverGroupsHash());
   return value;
 }
 
@@ -887,6 +894,9 @@ LeverRuleLearned read(wire::LeverRuleLearned::Reader in, Problems&) {
   value.lever = read_text(in.getLever());
   value.rule = read_text(in.getRule());
   value.evidence_run_ids = read_numbers<RunId>(in.getEvidenceRunIds());
+  value.when = read_text(in.getWhen());
+  value.effect = read_text(in.getEffect());
+  value.action = read_text(in.getAction());
   return value;
 }
 

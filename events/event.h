@@ -117,6 +117,8 @@ struct CampaignOpened {
   std::string learned_rules;       // the learned-rules catalog as read at the start (JSON lines)
   std::string learned_rules_path;  // where the campaign appends what it learns; empty: nowhere
   std::string tuner_options;       // the campaign file's [tuner] table (TOML text)
+  bool tuner_black_box = false;    // the tuner draws whole configurations: rule 2 does not bind it
+  std::string lever_groups_hash;   // hex SHA-256 of the lever groups that count levers (rule 2)
 
   friend bool operator==(const CampaignOpened&, const CampaignOpened&) = default;
 };
@@ -321,6 +323,9 @@ struct LeverRuleLearned {
   std::string lever;
   std::string rule;  // guidance without model names or figures
   std::vector<RunId> evidence_run_ids;
+  std::string when;    // the diagnosis tag it was learned under
+  std::string effect;  // "helped" or "hurt"
+  std::string action;  // the change in words ("--moe-token-dispatcher-type set to flex"), if any
 
   friend bool operator==(const LeverRuleLearned&, const LeverRuleLearned&) = default;
 };

@@ -94,7 +94,9 @@ json fields(const CampaignOpened& value) {
           {"expected_seconds_per_step", value.expected_seconds_per_step},
           {"learned_rules", value.learned_rules},
           {"learned_rules_path", value.learned_rules_path},
-          {"tuner_options", value.tuner_options}};
+          {"tuner_options", value.tuner_options},
+          {"tuner_black_box", value.tuner_black_box},
+          {"lever_groups_hash", value.lever_groups_hash}};
 }
 
 json fields(const CandidateProposed& value) {
@@ -232,8 +234,12 @@ json fields(const RecipeShipped& value) {
 json fields(const AccessDenied& value) { return {{"object", value.object}, {"rule", value.rule}}; }
 
 json fields(const LeverRuleLearned& value) {
-  return {
-      {"lever", value.lever}, {"rule", value.rule}, {"evidence_run_ids", value.evidence_run_ids}};
+  return {{"lever", value.lever},
+          {"rule", value.rule},
+          {"evidence_run_ids", value.evidence_run_ids},
+          {"when", value.when},
+          {"effect", value.effect},
+          {"action", value.action}};
 }
 
 json fields(const ToolCalled& value) {

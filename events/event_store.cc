@@ -4,16 +4,16 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
-#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
-#include <map>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 
+#include "events/assert.h"
 #include "events/codec.h"
 
 namespace attune {
@@ -36,7 +36,7 @@ void append_big_endian(std::string& out, std::uint64_t value) {
 }
 
 std::uint64_t read_big_endian(std::string_view bytes) {
-  assert(bytes.size() >= 8);
+  ATTUNE_ASSERT(bytes.size() >= 8, "a big-endian number has 8 bytes");
   std::uint64_t value = 0;
   for (int i = 0; i < 8; ++i) {
     value = (value << 8) | static_cast<std::uint8_t>(bytes[i]);
@@ -158,23 +158,15 @@ struct EventStore::Impl {
   Options options;
   std::unique_ptr<rocksdb::DB> db;
 
-  // Writer state. `queue` is guarded by `mutex`; `heads` is touched only by the writer thread.
+  // Writer state. `queue`, `stopping` and `failure` are guarded by `mutex`; `heads` is touched
+  // only by the writer thread.
   std::mutex mutex;
-  std::condition_variable queue_changed;
+  std::condition_variable queue_changed;  // the writer waits for work, appenders for room
   std::deque<PendingAppend> queue;
   bool stopping = false;
+  std::optional<Error> failure;  // the first failed write: every later append is refused
   std::unordered_map<std::string, Head> heads;
   std::thread writer;
-
-  // Notifier state, guarded by `notify_mutex`.
-  std::mutex notify_mutex;
-  std::condition_variable notify_changed;
-  std::deque<std::vector<Envelope>> notify_queue;
-  bool notifying = false;
-  bool notify_stopping = false;
-  std::map<SubscriptionId, Subscriber> subscribers;
-  SubscriptionId next_subscription = 1;
-  std::thread notifier;
 
   // Calls visit(sequence, bytes) for the campaign's events with sequence >= from, in order,
   // until visit returns false.
@@ -224,6 +216,7 @@ struct EventStore::Impl {
           queue.pop_front();
         }
       }
+      queue_changed.notify_all();  // room for appenders that wait
       commit_group(group);
     }
   }
@@ -231,6 +224,13 @@ struct EventStore::Impl {
   // Validates and encodes every append of the group against the heads as they will be after the
   // earlier appends of the same group, then writes the whole group with one synced WriteBatch.
   void commit_group(std::vector<PendingAppend>& group) {
+    {
+      std::lock_guard lock(mutex);
+      if (failure) {
+        for (PendingAppend& pending : group) pending.promise.set_value(*failure);
+        return;
+      }
+    }
     rocksdb::WriteBatch batch;
     std::unordered_map<std::string, Head> tentative;
     std::vector<std::size_t> included;
@@ -266,11 +266,10 @@ struct EventStore::Impl {
         envelope.body = std::move(event.body);
         envelope.hash = chain_hash(envelope);
         std::string bytes = encode_envelope(envelope, true);
-#ifndef NDEBUG
         // Pair assertion: what is written must read back as the same event.
         Result<Envelope> check = decode_envelope(bytes);
-        assert(check.ok() && check.value() == envelope);
-#endif
+        ATTUNE_ASSERT(check.ok() && check.value() == envelope,
+                      "an encoded event decodes to the event that was encoded");
         batch.Put(event_key(envelope.campaign_id, envelope.sequence), bytes);
         head.sequence = envelope.sequence;
         head.hash = envelope.hash;
@@ -287,20 +286,20 @@ struct EventStore::Impl {
     write_options.sync = options.sync;
     rocksdb::Status status = db->Write(write_options, &batch);
     if (!status.ok()) {
+      // Whether any of the batch reached the disk is unknown: the store refuses every later
+      // write rather than build on a head it cannot trust.
       Error error = store_error("appending to the ledger in " + dir, status);
-      for (std::size_t i : included) group[i].promise.set_value(error);
-      return;  // heads unchanged: the cache still reflects what is durable
-    }
-    for (auto& [campaign_id, head] : tentative) heads[campaign_id] = head;
-    std::vector<std::vector<Envelope>> notifications;
-    {
-      std::lock_guard lock(notify_mutex);
-      if (!subscribers.empty()) {
-        for (std::size_t i : included) {
-          if (!recorded[i].empty()) notify_queue.push_back(recorded[i]);
-        }
-        notify_changed.notify_all();
+      {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = error;
       }
+      for (std::size_t i : included) group[i].promise.set_value(error);
+      return;
+    }
+    for (auto& [campaign_id, head] : tentative) {
+      auto& known = heads[campaign_id];
+      ATTUNE_ASSERT(head.sequence >= known.sequence, "a campaign's head only moves forward");
+      known = head;
     }
     for (std::size_t i : included) group[i].promise.set_value(std::move(recorded[i]));
   }
@@ -311,28 +310,6 @@ struct EventStore::Impl {
     Result<Head> head = load_head(campaign_id);
     if (head.ok()) heads[campaign_id] = head.value();
     return head;
-  }
-
-  void notifier_loop() {
-    for (;;) {
-      std::vector<Envelope> batch;
-      std::vector<Subscriber> targets;
-      {
-        std::unique_lock lock(notify_mutex);
-        notify_changed.wait(lock, [&] { return notify_stopping || !notify_queue.empty(); });
-        if (notify_queue.empty()) return;
-        batch = std::move(notify_queue.front());
-        notify_queue.pop_front();
-        notifying = true;
-        for (auto& [id, subscriber] : subscribers) targets.push_back(subscriber);
-      }
-      for (const Subscriber& subscriber : targets) subscriber(batch);
-      {
-        std::lock_guard lock(notify_mutex);
-        notifying = false;
-      }
-      notify_changed.notify_all();
-    }
   }
 };
 
@@ -346,12 +323,6 @@ EventStore::~EventStore() {
     }
     impl_->queue_changed.notify_all();
     impl_->writer.join();
-    {
-      std::lock_guard lock(impl_->notify_mutex);
-      impl_->notify_stopping = true;
-    }
-    impl_->notify_changed.notify_all();
-    impl_->notifier.join();
   }
   rocksdb::Status status = impl_->db->Close();
   (void)status;  // nothing is pending: every append was synced before it was acknowledged
@@ -384,46 +355,38 @@ Result<std::unique_ptr<EventStore>> EventStore::open(const std::string& dir, Opt
   if (!options.read_only) {
     Impl* self = impl.get();
     impl->writer = std::thread([self] { self->writer_loop(); });
-    impl->notifier = std::thread([self] { self->notifier_loop(); });
   }
   return std::unique_ptr<EventStore>(new EventStore(std::move(impl)));
-}
-
-std::future<Result<std::vector<Envelope>>> EventStore::append_async(std::string_view campaign_id,
-                                                                    std::uint64_t expected_version,
-                                                                    std::vector<NewEvent> events) {
-  Impl::PendingAppend pending;
-  auto future = pending.promise.get_future();
-  if (impl_->options.read_only) {
-    pending.promise.set_value(make_error("ledger " + impl_->dir + " is open read-only"));
-    return future;
-  }
-  if (!is_valid_campaign_id(campaign_id)) {
-    pending.promise.set_value(make_error("invalid campaign id '" + std::string(campaign_id) +
-                                         "': expected 1-64 characters of [A-Za-z0-9._-]"));
-    return future;
-  }
-  for (const NewEvent& event : events) {
-    if (event.actor.empty()) {
-      pending.promise.set_value(make_error("an event has no actor"));
-      return future;
-    }
-  }
-  pending.campaign_id = std::string(campaign_id);
-  pending.expected_version = expected_version;
-  pending.events = std::move(events);
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->queue.push_back(std::move(pending));
-  }
-  impl_->queue_changed.notify_one();
-  return future;
 }
 
 Result<std::vector<Envelope>> EventStore::append(std::string_view campaign_id,
                                                  std::uint64_t expected_version,
                                                  std::vector<NewEvent> events) {
-  return append_async(campaign_id, expected_version, std::move(events)).get();
+  if (impl_->options.read_only) return make_error("ledger " + impl_->dir + " is open read-only");
+  if (!is_valid_campaign_id(campaign_id)) {
+    return make_error("invalid campaign id '" + std::string(campaign_id) +
+                      "': expected 1-64 characters of [A-Za-z0-9._-]");
+  }
+  for (const NewEvent& event : events) {
+    if (event.actor.empty()) return make_error("an event has no actor");
+  }
+  Impl::PendingAppend pending;
+  auto future = pending.promise.get_future();
+  pending.campaign_id = std::string(campaign_id);
+  pending.expected_version = expected_version;
+  pending.events = std::move(events);
+  {
+    std::unique_lock lock(impl_->mutex);
+    impl_->queue_changed.wait(
+        lock, [&] { return impl_->failure || impl_->queue.size() < kPendingAppendsMax; });
+    if (impl_->failure) {
+      return make_error(impl_->failure->message +
+                        "; the ledger refuses further writes until it is reopened");
+    }
+    impl_->queue.push_back(std::move(pending));
+  }
+  impl_->queue_changed.notify_all();
+  return future.get();
 }
 
 Status EventStore::for_each(std::string_view campaign_id,
@@ -498,24 +461,6 @@ Result<ChainReport> EventStore::verify_chain(std::string_view campaign_id) const
   Result<std::vector<RawRecord>> records = read_raw(campaign_id);
   if (!records.ok()) return make_error(records.error());
   return verify_records(campaign_id, records.value(), head->sequence, head->hash);
-}
-
-EventStore::SubscriptionId EventStore::subscribe(Subscriber subscriber) {
-  std::lock_guard lock(impl_->notify_mutex);
-  SubscriptionId id = impl_->next_subscription++;
-  impl_->subscribers.emplace(id, std::move(subscriber));
-  return id;
-}
-
-void EventStore::unsubscribe(SubscriptionId id) {
-  std::lock_guard lock(impl_->notify_mutex);
-  impl_->subscribers.erase(id);
-}
-
-void EventStore::wait_for_notifications() {
-  std::unique_lock lock(impl_->notify_mutex);
-  impl_->notify_changed.wait(lock,
-                             [&] { return impl_->notify_queue.empty() && !impl_->notifying; });
 }
 
 Status EventStore::overwrite_raw_for_testing(std::string_view campaign_id,

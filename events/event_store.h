@@ -2,10 +2,11 @@
 //
 // Owns the RocksDB instance in one folder. append() is atomic (one WriteBatch per group of
 // appends), refuses on a version conflict, and is durable when it returns: a single writer thread
-// drains every pending append into one WriteBatch written with a synced WAL (group commit), so a
-// burst of appends from one or many threads shares one fsync. Subscribers are called on a
-// separate notifier thread, in commit order, after the events are durable; a subscriber may
-// append. Thread-safe: every public method may be called from any thread.
+// drains every pending append into one WriteBatch written with a synced WAL (group commit), so
+// appends from several threads share one fsync. At most kPendingAppendsMax appends wait for the
+// writer; a caller beyond that waits for room. After a write fails, the store refuses every later
+// append (as LevelDB does): what is durable is no longer known, and only a reopen, which reads the
+// ledger back, can tell. Thread-safe: every public method may be called from any thread.
 //
 // A database folder is held by one writing process at a time (RocksDB's LOCK file); a second
 // writer gets an error naming the folder. Read-only handles may be opened alongside a writer and
@@ -14,7 +15,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <limits>
 #include <memory>
 #include <span>
@@ -57,8 +57,7 @@ class EventStore {
     bool sync = true;  // fsync the WAL on every commit group; only benchmarks turn this off
     std::size_t appends_per_group_max = 4096;
   };
-  using Subscriber = std::function<void(const std::vector<Envelope>&)>;
-  using SubscriptionId = std::uint64_t;
+  static constexpr std::size_t kPendingAppendsMax = 4096;
   static constexpr std::uint64_t kToEnd = std::numeric_limits<std::uint64_t>::max();
 
   // Opens (creating it unless read-only) the ledger in `dir`.
@@ -74,10 +73,6 @@ class EventStore {
   // last event, 0 for a new campaign) equals expected_version. Returns the recorded envelopes.
   Result<std::vector<Envelope>> append(std::string_view campaign_id, std::uint64_t expected_version,
                                        std::vector<NewEvent> events);
-  // The same, without waiting: the future resolves once the events are durable (or refused).
-  std::future<Result<std::vector<Envelope>>> append_async(std::string_view campaign_id,
-                                                          std::uint64_t expected_version,
-                                                          std::vector<NewEvent> events);
 
   // Events with from <= sequence <= to, in order.
   Result<std::vector<Envelope>> read(std::string_view campaign_id, std::uint64_t from = 1,
@@ -91,12 +86,6 @@ class EventStore {
   Result<std::uint64_t> version(std::string_view campaign_id) const;
   Result<std::vector<std::string>> list_campaigns() const;
   Result<ChainReport> verify_chain(std::string_view campaign_id) const;
-
-  // Calls `subscriber` with every batch of events appended from now on (all campaigns).
-  SubscriptionId subscribe(Subscriber subscriber);
-  void unsubscribe(SubscriptionId id);
-  // Blocks until every committed batch has been delivered to the subscribers.
-  void wait_for_notifications();
 
   // Replaces one stored record's bytes, bypassing every check. Tamper tests only.
   Status overwrite_raw_for_testing(std::string_view campaign_id, std::uint64_t key_sequence,

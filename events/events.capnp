@@ -76,6 +76,8 @@ struct CampaignOpened {
   learnedRules @32 :Text;  # the learned-rules catalog as read when the campaign opened (JSON lines)
   learnedRulesPath @33 :Text;  # where the campaign appends what it learns; empty: nowhere
   tunerOptions @34 :Text;  # the campaign file's [tuner] table (TOML), for the tuner to read
+  tunerBlackBox @35 :Bool;  # the tuner draws whole configurations (exempt from rule 2)
+  leverGroupsHash @36 :Text;  # hex SHA-256 of the lever groups decide() counted levers with
 }
 
 struct CandidateProposed {
@@ -240,6 +242,9 @@ struct LeverRuleLearned {
   lever @0 :Text;
   rule @1 :Text;
   evidenceRunIds @2 :List(UInt32);
+  when @3 :Text;  # the diagnosis tag it was learned under
+  effect @4 :Text;  # "helped" or "hurt"
+  action @5 :Text;  # the change in words, when it is not a figure
 }
 
 # A tool call of an agent tuner (an LLM over HTTP, or an external agent over the control socket):

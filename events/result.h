@@ -4,10 +4,12 @@
 // caller can see from the signature what can fail. Programmer errors are assertions instead.
 #pragma once
 
-#include <cassert>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
+
+#include "events/assert.h"
 
 namespace attune {
 
@@ -25,15 +27,15 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return ok(); }
 
   T& value() & {
-    assert(ok());
+    ATTUNE_ASSERT(ok(), error_of_value());
     return std::get<T>(state_);
   }
   const T& value() const& {
-    assert(ok());
+    ATTUNE_ASSERT(ok(), error_of_value());
     return std::get<T>(state_);
   }
   T&& value() && {
-    assert(ok());
+    ATTUNE_ASSERT(ok(), error_of_value());
     return std::get<T>(std::move(state_));
   }
   T* operator->() { return &value(); }
@@ -42,11 +44,17 @@ class [[nodiscard]] Result {
   const T& operator*() const& { return value(); }
 
   const std::string& error() const {
-    assert(!ok());
+    ATTUNE_ASSERT(!ok(), "error() of a Result that holds a value");
     return std::get<Error>(state_).message;
   }
 
  private:
+  // What value() of an error says: the error it holds (the caller forgot to check).
+  std::string_view error_of_value() const {
+    const Error* error = std::get_if<Error>(&state_);
+    return error == nullptr ? std::string_view() : std::string_view(error->message);
+  }
+
   std::variant<T, Error> state_;
 };
 

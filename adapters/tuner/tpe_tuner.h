@@ -38,6 +38,8 @@ class TpeTuner final : public Tuner {
   std::string name() const override { return "tpe"; }
   TunerAnswer next(const TunerView& view) override;
   std::optional<double> prune_below_leader_fraction() const override { return 0.90; }
+  // It draws whole configurations from its frozen space, as the paper's TPE baseline does.
+  bool black_box() const override { return true; }
 
  private:
   sim::Workload workload_;

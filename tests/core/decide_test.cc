@@ -5,139 +5,10 @@
 
 #include "events/recipe.h"
 #include "gate/policy.h"
+#include "tests/core/campaign_driver.h"
 
 namespace attune {
 namespace {
-
-constexpr std::int64_t kHourNs = 3'600'000'000'000;
-
-Recipe recipe_of(const std::string& text) {
-  auto recipe = parse_recipe(text, "test");
-  EXPECT_TRUE(recipe.ok()) << recipe.error();
-  return recipe.value();
-}
-
-const char* kBaselineText =
-    "--tensor-model-parallel-size 2\n--pipeline-model-parallel-size 2\n--micro-batch-size 1\n"
-    "--global-batch-size 64\n--lr 1e-5\n--recompute-granularity selective\n--bf16\n";
-
-// Drives decide() and folds its events, as the runtime does, without a store.
-class Campaign {
- public:
-  explicit Campaign(bool budget_auto = true, double budget_gpu_hours = 0.0,
-                    std::uint32_t calibration_runs = 3)
-      : policy_(default_policy()), baseline_(recipe_of(kBaselineText)) {
-    CampaignOpened opened;
-    opened.name = "t";
-    opened.gpu_count = 16;
-    opened.seq_length = 4096;
-    opened.global_batch = 64;
-    opened.baseline_recipe = canonical_text(baseline_);
-    opened.baseline_recipe_hash = recipe_hash(baseline_);
-    opened.budget_auto = budget_auto;
-    opened.budget_gpu_hours = budget_gpu_hours;
-    opened.calibration_runs = calibration_runs;
-    opened.concurrency = 3;
-    append({opened});
-  }
-
-  std::vector<Body> decide_only(const Command& command) {
-    auto bodies = decide(state_, command, DecideContext{policy_, baseline_, now_});
-    EXPECT_TRUE(bodies.ok()) << bodies.error();
-    return bodies.ok() ? bodies.value() : std::vector<Body>{};
-  }
-
-  std::vector<Body> apply(const Command& command) {
-    std::vector<Body> bodies = decide_only(command);
-    append(bodies);
-    return bodies;
-  }
-
-  void append(const std::vector<Body>& bodies) {
-    for (const Body& body : bodies) {
-      Envelope envelope;
-      envelope.sequence = state_.view.last_sequence + 1;
-      envelope.campaign_id = "t";
-      envelope.recorded_at_unix_ns = now_;
-      envelope.actor = "test";
-      envelope.body = body;
-      evolve(state_, envelope);
-    }
-  }
-
-  // Admits a launch of `recipe` and returns its run id (0 when refused).
-  RunId launch(RunPurpose purpose, const Recipe& recipe, double expected_gpu_hours = 1.0,
-               RunId retry_of = 0) {
-    ProposeLaunch command;
-    command.purpose = purpose;
-    command.recipe = recipe;
-    command.expected_gpu_hours = expected_gpu_hours;
-    command.retry_of_run_id = retry_of;
-    for (const Body& body : apply(command)) {
-      if (const auto* admitted = std::get_if<LaunchAdmitted>(&body)) return admitted->run_id;
-    }
-    return 0;
-  }
-
-  // Starts the run now and finishes it `hours` later with a measurement or a failure.
-  std::vector<Body> run_for(RunId run, double hours, std::variant<RunMeasured, RunFailed> outcome,
-                            std::vector<std::string> nodes = {"n1", "n2"}) {
-    apply(ReportSubmitted{run, "job-" + std::to_string(run), now_});
-    apply(ReportStarted{run, now_, std::move(nodes)});
-    now_ += static_cast<std::int64_t>(hours * kHourNs);
-    ReportFinished finished;
-    finished.run_id = run;
-    finished.released_at_unix_ns = now_;
-    finished.final_state = std::holds_alternative<RunMeasured>(outcome) ? "COMPLETED" : "FAILED";
-    finished.facts_source = "test";
-    finished.outcome = std::move(outcome);
-    return apply(finished);
-  }
-
-  static RunMeasured measured(double throughput) {
-    RunMeasured m;
-    m.tokens_per_sec_per_gpu = throughput;
-    return m;
-  }
-
-  void calibrate(std::vector<double> throughputs, double hours_each = 0.5) {
-    for (double throughput : throughputs) {
-      RunId run = launch(RunPurpose::kCalibration, baseline_);
-      ASSERT_NE(run, 0u);
-      run_for(run, hours_each, measured(throughput));
-    }
-  }
-
-  Recipe with(const std::string& flag, const std::string& value) const {
-    Recipe recipe = baseline_;
-    EXPECT_TRUE(set_flag(recipe, flag, value).ok());
-    return recipe;
-  }
-
-  const ControlState& state() const { return state_; }
-  const Recipe& baseline() const { return baseline_; }
-
- private:
-  Policy policy_;
-  Recipe baseline_;
-  ControlState state_ = initial_control_state();
-  std::int64_t now_ = 1'767'225'600'000'000'000;
-};
-
-ProposeLaunch proposal(RunPurpose purpose, Recipe recipe) {
-  ProposeLaunch launch;
-  launch.purpose = purpose;
-  launch.recipe = std::move(recipe);
-  return launch;
-}
-
-template <typename T>
-const T* find_body(const std::vector<Body>& bodies) {
-  for (const Body& body : bodies) {
-    if (const auto* found = std::get_if<T>(&body)) return found;
-  }
-  return nullptr;
-}
 
 TEST(Decide, SearchWaitsForCalibrationAndTheBandIsSetFromIt) {
   Campaign campaign;
@@ -353,17 +224,14 @@ TEST(Decide, ACandidateLeadsOnlyWhenItBeatsTheLeaderByMoreThanTheBand) {
 
 TEST(Decide, ReportsThatContradictTheLedgerAreErrorsNotEvents) {
   Campaign campaign;
-  auto unknown = decide(campaign.state(), ReportStarted{42, 0, {}},
-                        DecideContext{default_policy(), campaign.baseline(), 0});
+  auto unknown = decide(campaign.state(), ReportStarted{42, 0, {}}, campaign.context());
   EXPECT_FALSE(unknown.ok());
   RunId run = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
   campaign.run_for(run, 0.5, Campaign::measured(1000.0));
   ReportFinished again;
   again.run_id = run;
   again.outcome = Campaign::measured(1000.0);
-  EXPECT_FALSE(
-      decide(campaign.state(), again, DecideContext{default_policy(), campaign.baseline(), 0})
-          .ok());
+  EXPECT_FALSE(decide(campaign.state(), again, campaign.context()).ok());
 }
 
 TEST(Decide, JobNamesAreDeterministicFromCampaignAndRun) {

@@ -6,25 +6,21 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <deque>
 #include <filesystem>
-#include <future>
 
 #include "events/event_store.h"
 
 namespace attune {
 namespace {
 
-constexpr int kInFlightMax = 32;
 constexpr int kRounds = 3;
 
-// Runs in the child: continues the stream from its current version with pipelined appends, and
-// writes each acknowledged sequence number to `fd`, until it is killed.
+// Runs in the child: continues the stream from its current version, and writes each acknowledged
+// sequence number to `fd`, until it is killed.
 [[noreturn]] void write_until_killed(const std::string& dir, int fd) {
   auto store = EventStore::open(dir);
   if (!store.ok()) _exit(3);
-  std::uint64_t next_version = (*store)->version("victim").value();
-  std::deque<std::future<Result<std::vector<Envelope>>>> pending;
+  std::uint64_t version = (*store)->version("victim").value();
   for (std::uint32_t run = 1;; ++run) {
     RunMeasured body;
     body.run_id = run;
@@ -32,14 +28,11 @@ constexpr int kRounds = 3;
     body.loss_curve = {10.0, 9.0, 8.5};
     std::vector<NewEvent> events;
     events.push_back(NewEvent{static_cast<std::int64_t>(run), "writer", body});
-    pending.push_back((*store)->append_async("victim", next_version++, std::move(events)));
-    if (pending.size() >= kInFlightMax) {
-      auto result = pending.front().get();
-      pending.pop_front();
-      if (!result.ok()) _exit(4);
-      const std::string line = std::to_string(result->back().sequence) + "\n";
-      if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) _exit(5);
-    }
+    auto result = (*store)->append("victim", version, std::move(events));
+    if (!result.ok()) _exit(4);
+    version = result->back().sequence;
+    const std::string line = std::to_string(version) + "\n";
+    if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) _exit(5);
   }
 }
 

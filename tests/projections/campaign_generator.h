@@ -319,7 +319,8 @@ class CampaignSimulator {
           break;
         case 1:
           builder_.add(
-              LeverRuleLearned{"--overlap-grad-reduce", "helps when dp comm is exposed", {}},
+              LeverRuleLearned{
+                  "--overlap-grad-reduce", "helps when dp comm is exposed", {}, "", "", ""},
               "tuner:agent");
           break;
         default:
@@ -472,7 +473,7 @@ inline Body chaotic_body() {
     case 16:
       return AccessDenied{text(), text()};
     case 17:
-      return LeverRuleLearned{text(), text(), {run_id}};
+      return LeverRuleLearned{text(), text(), {run_id}, text(), text(), text()};
     case 18:
       return ToolCalled{text(), text(), text(), run_id % 2 == 0, text(), run_id};
     default:

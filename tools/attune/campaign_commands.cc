@@ -96,44 +96,44 @@ Status attach_learned_rules(const CampaignSpec& spec, CampaignOpened& opened) {
   return Ok{};
 }
 
-// After a campaign shipped: LeverRuleLearned events for what it established (once; a resumed
-// campaign that already recorded them adds none), the rules appended to the catalog, and a
-// summary beside the ledger.
-Status finish_campaign(EventStore& store, const ControlState& state, const std::string& db) {
+// What a shipped campaign established about its levers, for the runtime to record (once): the
+// rules learn_rules() finds that the catalog the campaign read does not hold yet.
+std::function<std::vector<LeverRuleLearned>(const ControlState&)> rule_learner() {
+  return [](const ControlState& state) {
+    std::vector<LearnedRule> known;
+    if (!state.view.settings.learned_rules.empty()) {
+      auto parsed = parse_learned_rules(state.view.settings.learned_rules, "learned rules");
+      if (parsed.ok()) known = std::move(parsed).value();
+    }
+    std::vector<LeverRuleLearned> rules;
+    for (const LearnedRule& rule : learn_rules(state, known)) {
+      rules.push_back(LeverRuleLearned{rule.lever, rule.rule, rule.evidence_run_ids, rule.when,
+                                       rule.effect, rule.action});
+    }
+    return rules;
+  };
+}
+
+// After a campaign shipped: the rules its ledger records appended to the catalog (by the process
+// that recorded them), and a summary beside the ledger.
+Status finish_campaign(const ControlState& state, const std::string& db,
+                       std::uint64_t rules_from_sequence) {
   const CampaignView& view = state.view;
   if (!view.stop.shipped) return Ok{};
-  auto events = store.read(view.campaign_id);
-  if (!events.ok()) return make_error(events.error());
-  std::vector<LearnedRule> known;
-  if (!view.settings.learned_rules.empty()) {
-    auto parsed = parse_learned_rules(view.settings.learned_rules, "learned rules");
-    if (parsed.ok()) known = std::move(parsed).value();
+  std::vector<LearnedRule> learned;
+  std::string lines;
+  for (const LearnedRuleRecord& record : state.learned_rules) {
+    LearnedRule rule{record.rule.lever,  record.rule.when, record.rule.effect,
+                     record.rule.action, record.rule.rule, record.rule.evidence_run_ids};
+    if (record.sequence > rules_from_sequence) lines += learned_rule_line(rule);
+    learned.push_back(std::move(rule));
   }
-  std::vector<LearnedRule> recorded;
-  for (const Envelope& e : events.value()) {
-    if (const auto* rule = std::get_if<LeverRuleLearned>(&e.body)) {
-      recorded.push_back(LearnedRule{rule->lever, "", "", "", rule->rule, rule->evidence_run_ids});
-    }
-  }
-  std::vector<LearnedRule> learned = recorded;
-  if (recorded.empty() && !events->empty()) {
-    learned = learn_rules(state, known);
-    std::vector<NewEvent> news;
-    for (const LearnedRule& rule : learned) {
-      news.push_back(NewEvent{events->back().recorded_at_unix_ns, "tuner:" + view.settings.tuner,
-                              LeverRuleLearned{rule.lever, rule.rule, rule.evidence_run_ids}});
-    }
-    if (!news.empty()) {
-      auto appended = store.append(view.campaign_id, events->back().sequence, std::move(news));
-      if (!appended.ok()) return make_error(appended.error());
-      if (!view.settings.learned_rules_path.empty()) {
-        std::error_code ec;
-        fs::create_directories(fs::path(view.settings.learned_rules_path).parent_path(), ec);
-        std::ofstream out(view.settings.learned_rules_path, std::ios::binary | std::ios::app);
-        for (const LearnedRule& rule : learned) out << learned_rule_line(rule);
-        if (!out) return make_error(view.settings.learned_rules_path + ": cannot append");
-      }
-    }
+  if (!lines.empty() && !view.settings.learned_rules_path.empty()) {
+    std::error_code ec;
+    fs::create_directories(fs::path(view.settings.learned_rules_path).parent_path(), ec);
+    std::ofstream out(view.settings.learned_rules_path, std::ios::binary | std::ios::app);
+    out << lines;
+    if (!out) return make_error(view.settings.learned_rules_path + ": cannot append");
   }
   std::ofstream summary(fs::path(db) / (view.campaign_id + ".summary.md"),
                         std::ios::binary | std::ios::trunc);
@@ -378,6 +378,7 @@ RuntimeOptions runtime_options(bool json, const TraceAnalyzer& trace_analyzer) {
   RuntimeOptions options;
   options.trace_analyzer = &trace_analyzer;
   options.crash_after_event = crash_after_event_from_environment();
+  options.learn_rules = rule_learner();
   if (!json) {
     options.progress = print_progress_line;
   }
@@ -558,7 +559,7 @@ int run_campaign(const RunOptions& options) {
                      });
   if (!opened_ok) return fail(ran.error());
   if (!ran.ok()) return fail("campaign " + campaign_id + ": " + ran.error());
-  Status finished = finish_campaign(**store, runtime.state(), options.db);
+  Status finished = finish_campaign(runtime.state(), options.db, 0);
   if (!finished.ok()) return fail("campaign " + campaign_id + ": " + finished.error());
   return print_summary(runtime.state(), options.db, options.json);
 }
@@ -615,7 +616,7 @@ int resume_campaign(const ResumeOptions& options) {
                      });
   if (!resumed_ok) return fail(ran.error());
   if (!ran.ok()) return fail("campaign " + options.campaign + ": " + ran.error());
-  Status finished = finish_campaign(*store, runtime.state(), options.db);
+  Status finished = finish_campaign(runtime.state(), options.db, version.value());
   if (!finished.ok()) return fail("campaign " + options.campaign + ": " + finished.error());
   return print_summary(runtime.state(), options.db, options.json);
 }

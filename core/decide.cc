@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "events/assert.h"
 #include "gate/config_check.h"
 #include "projections/audit.h"
 #include "projections/baseline_band.h"
@@ -304,6 +305,7 @@ Result<std::vector<Body>> decide_finished(const ControlState& state,
   if (run->finished || run->charged) {
     return make_error("run " + std::to_string(command.run_id) + " has already finished");
   }
+  ATTUNE_ASSERT(!run->charged, "a run is charged once");
   std::vector<Body> events;
   events.push_back(JobFinished{command.run_id, command.released_at_unix_ns, command.final_state,
                                command.facts_source, command.log_path});
@@ -327,8 +329,11 @@ Result<std::vector<Body>> decide_finished(const ControlState& state,
   // An infrastructure failure is the cluster's, the retry's included; two of them only make the
   // recipe count as failed.
   const Account account = infra ? Account::kInfra : Account::kTuner;
-  events.push_back(Charged{command.run_id, account, run->gpus, admitted_at, released_at,
-                           gpu_hours_of(run->gpus, admitted_at, released_at)});
+  const double gpu_hours = gpu_hours_of(run->gpus, admitted_at, released_at);
+  ATTUNE_ASSERT(std::isfinite(gpu_hours) && gpu_hours >= 0.0,
+                "a charge is GPUs times a non-negative time");
+  events.push_back(
+      Charged{command.run_id, account, run->gpus, admitted_at, released_at, gpu_hours});
 
   const BaselineBand& band = state.view.baseline_band;
   const CampaignOpened& settings = state.view.settings;

@@ -104,6 +104,8 @@ struct CampaignRuntime::Impl {
     for (const Envelope& envelope : appended.value()) {
       ATTUNE_ASSERT(envelope.sequence == state.view.last_sequence + 1,
                     "the ledger's sequence numbers run 1, 2, ... without a gap");
+      ATTUNE_ASSERT(envelope.prev_hash == state.view.audit.last_hash,
+                    "the chain links each event to the one before it");
       evolve(state, envelope);
     }
     if (options.crash_after_event != 0 && version < options.crash_after_event &&

@@ -1,10 +1,10 @@
 #include "core/scheduler.h"
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -12,6 +12,8 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+
+#include "events/assert.h"
 
 namespace attune {
 namespace {
@@ -23,6 +25,7 @@ class VirtualScheduler final : public Scheduler {
   std::int64_t now_unix_ns() const override { return now_; }
 
   void schedule_at(std::int64_t at_unix_ns, Callback callback) override {
+    ATTUNE_ASSERT(queue_.size() < kScheduledCallbacksMax, "the runtime keeps a few timers per run");
     // Ties keep their scheduling order: the key's second part is a running counter.
     queue_.emplace(std::make_pair(std::max(at_unix_ns, now_), next_order_++), std::move(callback));
   }
@@ -53,7 +56,7 @@ class VirtualScheduler final : public Scheduler {
         return;
       }
       auto first = queue_.begin();
-      assert(first->first.first >= now_);
+      ATTUNE_ASSERT(first->first.first >= now_, "the virtual clock never goes back");
       now_ = first->first.first;
       Callback callback = std::move(first->second);
       queue_.erase(first);
@@ -68,10 +71,12 @@ class VirtualScheduler final : public Scheduler {
     wake_.notify_all();
   }
 
-  void post(Callback callback) override {
+  bool post(Callback callback) override {
     std::lock_guard lock(mutex_);
+    if (inbox_.size() >= kPostedCallbacksMax) return false;
     inbox_.push_back(std::move(callback));
     wake_.notify_all();
+    return true;
   }
 
   void hold_open(bool held) override {
@@ -106,12 +111,16 @@ class AsioScheduler final : public Scheduler {
   }
 
   void schedule_at(std::int64_t at_unix_ns, Callback callback) override {
+    ATTUNE_ASSERT(timers_ < kScheduledCallbacksMax, "the runtime keeps a few timers per run");
+    ++timers_;
     auto timer = std::make_shared<boost::asio::steady_timer>(io_);
     const std::int64_t delay_ns = std::max<std::int64_t>(0, at_unix_ns - now_unix_ns());
     timer->expires_after(std::chrono::nanoseconds(delay_ns));
-    timer->async_wait([timer, callback = std::move(callback)](const boost::system::error_code& ec) {
-      if (!ec) callback();
-    });
+    timer->async_wait(
+        [this, timer, callback = std::move(callback)](const boost::system::error_code& ec) {
+          --timers_;
+          if (!ec) callback();
+        });
   }
 
   void run() override {
@@ -121,7 +130,17 @@ class AsioScheduler final : public Scheduler {
 
   void stop() override { io_.stop(); }
 
-  void post(Callback callback) override { boost::asio::post(io_, std::move(callback)); }
+  bool post(Callback callback) override {
+    if (posted_.fetch_add(1) >= kPostedCallbacksMax) {
+      --posted_;
+      return false;
+    }
+    boost::asio::post(io_, [this, callback = std::move(callback)] {
+      --posted_;
+      callback();
+    });
+    return true;
+  }
 
   void hold_open(bool held) override {
     if (held) {
@@ -133,6 +152,8 @@ class AsioScheduler final : public Scheduler {
 
  private:
   boost::asio::io_context io_;
+  std::size_t timers_ = 0;              // the scheduler's thread only
+  std::atomic<std::size_t> posted_{0};  // posted and not yet run
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
 };
 

@@ -7,13 +7,21 @@
 // instant run in the order they were scheduled. REQUIRES: external synchronization; schedule()
 // is called from callbacks or before run(). The exceptions are post() and stop(), which any
 // thread may call: that is how a server thread (the control socket) hands requests in.
+//
+// Both queues are bounded: at most kScheduledCallbacksMax timers (the runtime keeps a few per run
+// in flight, so more is a defect and an assertion), and at most kPostedCallbacksMax callbacks
+// posted from other threads and not yet run (post() then refuses, and its caller answers "busy").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 
 namespace attune {
+
+inline constexpr std::size_t kScheduledCallbacksMax = 1 << 20;
+inline constexpr std::size_t kPostedCallbacksMax = 1024;
 
 class Scheduler {
  public:
@@ -30,8 +38,9 @@ class Scheduler {
   virtual void run() = 0;
   virtual void stop() = 0;
   // Thread-safe: runs `callback` on the scheduler's thread as soon as it can, at the time then
-  // current (a virtual clock does not advance for it).
-  virtual void post(Callback callback) = 0;
+  // current (a virtual clock does not advance for it). False, and nothing posted, when
+  // kPostedCallbacksMax callbacks already wait.
+  [[nodiscard]] virtual bool post(Callback callback) = 0;
   // While held open, run() waits for post()ed callbacks instead of returning when nothing is
   // scheduled (an interactive campaign waits for its agent). Call before run().
   virtual void hold_open(bool held) = 0;

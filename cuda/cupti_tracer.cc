@@ -3,9 +3,9 @@
 // InitializeInjection, which turns on CUPTI's activity records: kernels (concurrent), memcpys,
 // memsets, runtime and driver calls, synchronisations, devices, and NVTX ranges (markers; NVTX
 // reaches CUPTI when NVTX_INJECTION64_PATH names libcupti). At exit it flushes CUPTI and writes
-// the process's trace as rank-<R>.json(.gz) in the Kineto format (cuda/trace_format.h): GPU rows
-// joined to their launch rows by CUPTI's correlation ids, NVTX ranges as user_annotation rows (so
-// a range named ProfilerStep#N marks a step as the PyTorch profiler does).
+// the process's trace as rank-<R>.json(.gz) in the Kineto format (adapters/kineto/kineto_trace.h):
+// GPU rows joined to their launch rows by CUPTI's correlation ids, NVTX ranges as user_annotation
+// rows (so a range named ProfilerStep#N marks a step as the PyTorch profiler does).
 //
 // Environment: ATTUNE_CUPTI_TRACE_DIR (default ./attune-cupti-trace), ATTUNE_CUPTI_TRACE_GZIP=1;
 // the rank from RANK / SLURM_PROCID / OMPI_COMM_WORLD_RANK / PMI_RANK (else 0).
@@ -26,9 +26,19 @@
 #include <mutex>
 #include <string>
 
-#include "cuda/trace_format.h"
+#include "adapters/kineto/kineto_trace.h"
+#include "cuda/launch_rank.h"
 
 namespace attune::gpu {
+
+using kineto::CollectiveArgs;
+using kineto::GpuRow;
+using kineto::GpuRowKind;
+using kineto::HostRow;
+using kineto::TraceDevice;
+using kineto::TraceProcessGroup;
+using kineto::TraceRecords;
+using kineto::write_trace_file;
 namespace {
 
 constexpr std::size_t kBufferBytes = 4 << 20;  // what Kineto asks for

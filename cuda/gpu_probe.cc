@@ -27,7 +27,7 @@
 #include <nccl.h>
 #endif
 
-#include "adapters/simulator/presets.h"
+#include "adapters/model/presets.h"
 #include "cuda/hardware_toml.h"
 
 namespace attune::gpu {

@@ -1,9 +1,10 @@
 #include "cuda/hardware_toml.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdio>
+
+#include "events/assert.h"
 
 namespace attune::gpu {
 namespace {
@@ -65,8 +66,8 @@ std::string quoted(std::string_view text) {
 }  // namespace
 
 GemmFit fit_gemm_curve(std::span<const GemmMeasurement> measurements, double peak_tflops) {
-  assert(!measurements.empty());
-  assert(peak_tflops > 0);
+  ATTUNE_ASSERT(!measurements.empty(), "a hardware file needs a measurement");
+  ATTUNE_ASSERT(peak_tflops > 0, "a measured peak is positive");
   GemmFit best;
   double best_error = -1;
   for (int half_dim = 0; half_dim <= static_cast<int>(kHalfEfficiencyDimMax); ++half_dim) {
@@ -83,8 +84,8 @@ GemmFit fit_gemm_curve(std::span<const GemmMeasurement> measurements, double pea
 
 double fit_gemm_efficiency(std::span<const GemmMeasurement> measurements, double peak_tflops,
                            double half_efficiency_dim) {
-  assert(!measurements.empty());
-  assert(peak_tflops > 0);
+  ATTUNE_ASSERT(!measurements.empty(), "a hardware file needs a measurement");
+  ATTUNE_ASSERT(peak_tflops > 0, "a measured peak is positive");
   return best_efficiency(measurements, peak_tflops, half_efficiency_dim).first;
 }
 

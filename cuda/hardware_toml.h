@@ -1,5 +1,5 @@
 // The hardware description the GPU probe writes: a simulator hardware preset (the TOML format of
-// adapters/simulator/data/hardware, read by sim::parse_hardware_toml) calibrated to what the
+// adapters/model/data/hardware, read by sim::parse_hardware_toml) calibrated to what the
 // probe measured on the user's machine. The probe starts from the preset of the same GPU (peaks,
 // links and the host side come from the spec sheet) and replaces what it measures: device
 // memory, the GEMM efficiency curve (fitted to the measured bf16 and fp8 throughput at the
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/simulator/hardware_spec.h"
+#include "adapters/model/hardware_spec.h"
 
 namespace attune::gpu {
 

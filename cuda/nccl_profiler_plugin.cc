@@ -39,11 +39,21 @@
 #include <string>
 #include <vector>
 
+#include "adapters/kineto/kineto_trace.h"
+#include "cuda/launch_rank.h"
 #include "cuda/nccl_names.h"
 #include "cuda/nccl_profiler_api.h"
-#include "cuda/trace_format.h"
 
 namespace attune::gpu {
+
+using kineto::CollectiveArgs;
+using kineto::GpuRow;
+using kineto::GpuRowKind;
+using kineto::HostRow;
+using kineto::TraceDevice;
+using kineto::TraceProcessGroup;
+using kineto::TraceRecords;
+using kineto::write_trace_file;
 namespace {
 
 namespace api = nccl_api;

@@ -3,7 +3,7 @@
 #include <capnp/message.h>
 #include <kj/exception.h>
 
-#include <cassert>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +12,7 @@
 #include <span>
 #include <variant>
 
+#include "events/assert.h"
 #include "events/events.capnp.h"
 
 namespace attune {
@@ -29,7 +30,7 @@ static_assert(std::variant_size_v<Body> == 20);
 // an undecodable event in the ledger.
 
 [[noreturn]] void abort_on_invalid_enum() {
-  assert(false && "enum holds a value outside its named values");
+  ATTUNE_ASSERT(false, "an enum holds one of its named values");
   std::abort();
 }
 
@@ -266,7 +267,7 @@ capnp::Data::Reader as_data(const Digest& digest) {
 template <typename T>
 unsigned list_size(const std::vector<T>& values) {
   constexpr std::size_t kListElementsMax = (std::size_t{1} << 29) - 1;
-  assert(values.size() <= kListElementsMax);
+  ATTUNE_ASSERT(values.size() <= kListElementsMax, "lists are cut to their limit before encoding");
   (void)kListElementsMax;
   return static_cast<unsigned>(values.size());
 }
@@ -299,6 +300,7 @@ void write(const Hypothesis& value, wire::Hypothesis::Builder out) {
   out.setBottleneck(as_text(value.bottleneck));
   out.setMechanism(as_text(value.mechanism));
   out.setExpectedGainFraction(value.expected_gain_fraction);
+  out.setBottleneckTag(as_text(value.bottleneck_tag));
 }
 
 void write(const CommTime& value, wire::CommTime::Builder out) {
@@ -637,6 +639,7 @@ Hypothesis read(wire::Hypothesis::Reader in, Problems&) {
   value.bottleneck = read_text(in.getBottleneck());
   value.mechanism = read_text(in.getMechanism());
   value.expected_gain_fraction = in.getExpectedGainFraction();
+  value.bottleneck_tag = read_text(in.getBottleneckTag());
   return value;
 }
 
@@ -813,6 +816,10 @@ Charged read(wire::Charged::Reader in, Problems& problems) {
   value.admitted_at_unix_ns = in.getAdmittedAtUnixNs();
   value.released_at_unix_ns = in.getReleasedAtUnixNs();
   value.gpu_hours = in.getGpuHours();
+  if (!std::isfinite(value.gpu_hours) || value.gpu_hours < 0.0) {
+    problems.add("Charged.gpu_hours: " + std::to_string(value.gpu_hours) +
+                 " is not a finite, non-negative number of GPU-hours");
+  }
   return value;
 }
 

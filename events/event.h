@@ -75,6 +75,7 @@ struct Hypothesis {
   std::string bottleneck;
   std::string mechanism;
   double expected_gain_fraction = 0.0;
+  std::string bottleneck_tag;  // the diagnosis tag (ep_a2a, tp_comm, ...) when the tuner names one
 
   friend bool operator==(const Hypothesis&, const Hypothesis&) = default;
 };

@@ -26,7 +26,8 @@ json fields(const Lever& value) {
 json fields(const Hypothesis& value) {
   return {{"bottleneck", value.bottleneck},
           {"mechanism", value.mechanism},
-          {"expected_gain_fraction", value.expected_gain_fraction}};
+          {"expected_gain_fraction", value.expected_gain_fraction},
+          {"bottleneck_tag", value.bottleneck_tag}};
 }
 
 json fields(const CommTime& value) {

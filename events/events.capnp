@@ -38,6 +38,7 @@ struct Hypothesis {
   bottleneck @0 :Text;
   mechanism @1 :Text;
   expectedGainFraction @2 :Float64;
+  bottleneckTag @3 :Text;  # the diagnosis tag (ep_a2a, tp_comm, ...) when the tuner names one
 }
 
 struct CampaignOpened {

@@ -1,6 +1,5 @@
 #include "events/recipe.h"
 
-#include <cassert>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -8,6 +7,7 @@
 #include <utility>
 
 #include "events/arg_catalog.h"
+#include "events/assert.h"
 #include "events/sha256.h"
 
 namespace attune {
@@ -216,7 +216,7 @@ std::optional<std::string> canonical_float(std::string_view text) {
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   char buffer[64];
   const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
-  assert(written.ec == std::errc());
+  ATTUNE_ASSERT(written.ec == std::errc(), "a double always formats");
   return std::string(buffer, written.ptr);
 }
 

@@ -2,14 +2,15 @@
 
 #include <openssl/evp.h>
 
-#include <cassert>
 #include <memory>
+
+#include "events/assert.h"
 
 namespace attune {
 
 Digest sha256(std::span<const std::span<const std::uint8_t>> parts) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  assert(ctx != nullptr);
+  ATTUNE_ASSERT(ctx != nullptr, "OpenSSL allocates a digest context");
   int ok = EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   for (const auto& part : parts) {
     ok &= EVP_DigestUpdate(ctx.get(), part.data(), part.size());
@@ -17,7 +18,7 @@ Digest sha256(std::span<const std::span<const std::uint8_t>> parts) {
   Digest digest{};
   unsigned int length = 0;
   ok &= EVP_DigestFinal_ex(ctx.get(), digest.data(), &length);
-  assert(ok == 1 && length == digest.size());
+  ATTUNE_ASSERT(ok == 1 && length == digest.size(), "OpenSSL computes a SHA-256 digest");
   (void)ok;
   return digest;
 }

@@ -1,11 +1,11 @@
 #include "gate/config_check.h"
 
 #include <algorithm>
-#include <cassert>
 #include <set>
 #include <utility>
 
 #include "events/arg_catalog.h"
+#include "events/assert.h"
 
 namespace attune {
 namespace {
@@ -357,10 +357,11 @@ ConfigCheckResult check_config(const Policy& policy, const Recipe& baseline,
   }
   result.allowed = result.refusals.empty();
   // Every refused change has its refusal; refusals may also come from frozen values and defects.
-  assert(static_cast<std::size_t>(std::count_if(result.changes.begin(), result.changes.end(),
-                                                [](const CheckedChange& c) {
-                                                  return c.verdict == CheckVerdict::kRefused;
-                                                })) <= result.refusals.size());
+  ATTUNE_ASSERT(static_cast<std::size_t>(std::count_if(result.changes.begin(), result.changes.end(),
+                                                       [](const CheckedChange& c) {
+                                                         return c.verdict == CheckVerdict::kRefused;
+                                                       })) <= result.refusals.size(),
+                "every refused change has its refusal");
   return result;
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -11,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "events/assert.h"
 #include "projections/number_format.h"
 
 namespace attune {
@@ -29,7 +29,7 @@ std::string general(double value) {
   std::array<char, 64> buffer{};
   const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
                                     std::chars_format::general, 6);
-  assert(result.ec == std::errc{});
+  ATTUNE_ASSERT(result.ec == std::errc{}, "a double always formats");
   return std::string(buffer.data(), result.ptr);
 }
 
@@ -302,7 +302,7 @@ ConvergenceResult compare_loss_curves(std::span<const double> baseline,
                steps - 1);
   const std::span<const double> c = candidate.subspan(skipped);
   const std::span<const double> g = baseline.subspan(skipped);
-  assert(!c.empty() && c.size() == g.size());
+  ATTUNE_ASSERT(!c.empty() && c.size() == g.size(), "the curves compared have the same length");
 
   ConvergenceCheckResult correlation = correlation_check(g, c, thresholds);
   const bool correlation_undefined = std::isnan(correlation.measured);

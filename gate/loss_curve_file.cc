@@ -24,8 +24,11 @@ std::string_view trim(std::string_view text) {
 }
 
 std::string quoted(std::string_view token) {
-  if (token.size() <= kQuotedTokenMax) return "'" + std::string(token) + "'";
-  return "'" + std::string(token.substr(0, kQuotedTokenMax)) + "...'";
+  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "'" + std::string(...).
+  std::string out(1, '\'');
+  out.append(token.substr(0, kQuotedTokenMax));
+  out.append(token.size() <= kQuotedTokenMax ? "'" : "...'");
+  return out;
 }
 
 std::string located(std::string_view source, std::size_t line, const std::string& message) {

@@ -1,8 +1,9 @@
 #include "projections/budget.h"
 
 #include <algorithm>
-#include <cassert>
 #include <type_traits>
+
+#include "events/assert.h"
 
 namespace attune {
 
@@ -42,8 +43,9 @@ void refresh_derived(Budget& state) {
                                            state.tuner_gpu_hours - state.in_flight_gpu_hours);
   state.reserve_left_gpu_hours = non_negative(state.reserve_gpu_hours - state.checks_gpu_hours);
   state.overshoot_gpu_hours = non_negative(state.tuner_gpu_hours + state.checks_gpu_hours - budget);
-  assert(state.tuner_gpu_hours >= 0.0 && state.checks_gpu_hours >= 0.0 &&
-         state.infra_gpu_hours >= 0.0 && state.in_flight_gpu_hours >= 0.0);
+  ATTUNE_ASSERT(state.tuner_gpu_hours >= 0.0 && state.checks_gpu_hours >= 0.0 &&
+                    state.infra_gpu_hours >= 0.0 && state.in_flight_gpu_hours >= 0.0,
+                "the budget's accounts never go negative");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #include "projections/leader.h"
 
-#include <cassert>
 #include <type_traits>
+
+#include "events/assert.h"
 
 namespace attune {
 
@@ -94,7 +95,8 @@ void evolve(Leader& state, const Envelope& event, const BaselineBand& band) {
         }
       },
       event.body);
-  assert(state.run_id == 0 || state.verdicts.at(state.run_id).verdict == Verdict::kNewLeader);
+  ATTUNE_ASSERT(state.run_id == 0 || state.verdicts.at(state.run_id).verdict == Verdict::kNewLeader,
+                "the leader is a run judged a new leader");
   state.gain_fraction =
       gain_fraction_of(state.tokens_per_s_per_gpu, band.mean_tokens_per_s_per_gpu);
 }

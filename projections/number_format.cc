@@ -1,10 +1,11 @@
 #include "projections/number_format.h"
 
 #include <array>
-#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <string_view>
+
+#include "events/assert.h"
 
 namespace attune {
 
@@ -22,14 +23,14 @@ bool is_all_zero_digits(std::string_view text) {
 }  // namespace
 
 std::string format_fixed(double value, int decimals) {
-  assert(decimals >= 0 && decimals <= kDecimalsMax);
+  ATTUNE_ASSERT(decimals >= 0 && decimals <= kDecimalsMax, "decimals within the supported range");
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   // Large enough for any finite double (309 integer digits) plus sign, point and decimals.
   std::array<char, 400> buffer{};
   const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
                                     std::chars_format::fixed, decimals);
-  assert(result.ec == std::errc{});
+  ATTUNE_ASSERT(result.ec == std::errc{}, "a double always formats");
   const char* first = buffer.data();
   const char* last = result.ptr;
   if (*first == '-' &&

@@ -1,8 +1,8 @@
 // The text half of render.h.
-#include <cassert>
 #include <string>
 #include <vector>
 
+#include "events/assert.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
 #include "projections/text_table.h"
@@ -19,7 +19,7 @@ constexpr int kAuditGpuHoursDecimals = 6;
 // Labels are padded to one width so the values line up.
 std::string line(const std::string& label, const std::string& value) {
   constexpr std::size_t kLabelWidth = 10;
-  assert(label.size() < kLabelWidth);
+  ATTUNE_ASSERT(label.size() < kLabelWidth, "labels fit their column");
   std::string out = label;
   out.append(kLabelWidth - label.size(), ' ');
   return out + one_line(value) + "\n";

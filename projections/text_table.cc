@@ -1,7 +1,8 @@
 #include "projections/text_table.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "events/assert.h"
 
 namespace attune {
 
@@ -20,11 +21,11 @@ void append_cell(std::string& out, const std::string& cell, std::size_t width, A
 }  // namespace
 
 TextTable::TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {
-  assert(!columns_.empty());
+  ATTUNE_ASSERT(!columns_.empty(), "a table has columns");
 }
 
 void TextTable::add_row(std::vector<std::string> cells) {
-  assert(cells.size() == columns_.size());
+  ATTUNE_ASSERT(cells.size() == columns_.size(), "a row has one cell per column");
   for (std::string& cell : cells) cell = one_line(std::move(cell));
   rows_.push_back(std::move(cells));
 }

@@ -3,7 +3,9 @@
 #
 #   tools/setup.sh main   install dependencies, build, run the main job (a campaign on the
 #                         embedded default: simulated cluster, local RocksDB ledger)
-#   tools/setup.sh test   install dependencies, build, run the whole test suite
+#   tools/setup.sh test   install dependencies, build with warnings as errors, run the whole
+#                         test suite, then the unit tests again under AddressSanitizer and
+#                         UndefinedBehaviorSanitizer (build-asan/)
 #   tools/setup.sh deps   only install dependencies
 #   tools/setup.sh build  only build (build/, every binary in build/bin/)
 #
@@ -47,13 +49,26 @@ install_deps() {
     "${missing[@]}"
 }
 
+# $1: ON for warnings as errors (CI and developers), OFF for a user's build.
 build() {
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DATTUNE_WERROR="${1:-OFF}"
   cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# The unit tests of the pure layers (events, projections, gate, core) under ASan and UBSan.
+SANITIZED_TESTS=(attune-events-test attune-projections-test attune-gate-test attune-core-test)
+run_sanitized_tests() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DATTUNE_SANITIZE=ON \
+    -DATTUNE_WERROR=ON
+  cmake --build build-asan -j "$JOBS" --target "${SANITIZED_TESTS[@]}"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 900 \
+    -L '^(events|projections|gate|core)$'
 }
 
 run_tests() {
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 900
+  run_sanitized_tests
 }
 
 main_job() {
@@ -63,9 +78,9 @@ main_job() {
 }
 
 case "${1:-}" in
-  main) install_deps; build; main_job ;;
-  test) install_deps; build; run_tests ;;
+  main) install_deps; build OFF; main_job ;;
+  test) install_deps; build ON; run_tests ;;
   deps) install_deps ;;
-  build) build ;;
-  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  build) build OFF ;;
+  *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

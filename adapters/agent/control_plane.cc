@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "events/bottleneck.h"
 #include "events/recipe.h"
 #include "projections/render.h"
 
@@ -116,13 +117,14 @@ struct ControlPlane::Impl {
     auto promise = std::make_shared<std::promise<json>>();
     std::future<json> answer = promise->get_future();
     if (auto why = closed_reason()) return error_reply(*why);
-    scheduler.post([promise, work = std::move(work)] {
+    const bool posted = scheduler.post([promise, work = std::move(work)] {
       try {
         promise->set_value(work());
       } catch (const std::exception& e) {
         promise->set_value(error_reply(std::string("internal error: ") + e.what()));
       }
     });
+    if (!posted) return error_reply("busy: the control plane has too many requests waiting");
     while (answer.wait_for(std::chrono::milliseconds(kWaitPollMs)) != std::future_status::ready) {
       if (auto why = closed_reason()) return error_reply(*why);
     }
@@ -237,6 +239,15 @@ struct ControlPlane::Impl {
     }
     proposal.hypothesis.bottleneck = bottleneck.value();
     proposal.hypothesis.mechanism = mechanism.value();
+    auto tag = text_of(hypothesis, "bottleneck_tag", false);
+    if (!tag.ok()) return error_reply(tag.error());
+    if (!tag->empty() && !bottleneck_of_tag(tag.value())) {
+      return error_reply("hypothesis.bottleneck_tag '" + tag.value() +
+                         "' is not a diagnosis tag (ep_a2a, ep_a2a_cross_node, tp_comm, cp_comm, "
+                         "pp_p2p, bubble, dp_comm, optimizer, optimizer_offload, recompute, host, "
+                         "compute, memory_short)");
+    }
+    proposal.hypothesis.bottleneck_tag = tag.value();
     const auto gain = hypothesis.find("expected_gain_fraction");
     if (gain != hypothesis.end() && gain->is_number()) {
       proposal.hypothesis.expected_gain_fraction = gain->get<double>();

@@ -1,12 +1,12 @@
 #include "adapters/metrics/measurement.h"
 
 #include <algorithm>
-#include <cassert>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <string>
 
+#include "events/assert.h"
 #include "projections/baseline_band.h"
 
 namespace attune {
@@ -57,7 +57,7 @@ std::uint64_t log_interval_of(const MegatronLog& log) {
 }
 
 IterationSeries iteration_series_of(const MegatronLog& log, std::uint64_t log_interval) {
-  assert(log_interval > 0);
+  ATTUNE_ASSERT(log_interval > 0, "the log interval is positive");
   IterationSeries series;
   series.iterations.reserve(log.iterations.size());
   series.step_times_ms.reserve(log.iterations.size());
@@ -135,7 +135,7 @@ bool log_reaches(const MegatronLog& log, std::uint64_t iteration) {
 Status check_window(const MegatronLog& log, const MeasureSettings& settings) {
   const StepWindow& window = settings.window;
   const std::uint64_t interval = settings.log_interval;
-  assert(interval > 0);
+  ATTUNE_ASSERT(interval > 0, "the log interval is positive");
   if (Status shape = check_window_shape(window); !shape.ok()) return shape;
   const std::uint64_t earliest = earliest_window_start(log, interval);
   if (window.first < earliest) {
@@ -183,7 +183,8 @@ Result<Measurement> measure(const MegatronLog& log, const MeasureSettings& setti
     milliseconds += line->elapsed_ms_per_iteration * interval_d;
     out.window_step_times_ms.push_back(line->elapsed_ms_per_iteration);
   }
-  assert(!out.window_step_times_ms.empty() && milliseconds > 0.0);
+  ATTUNE_ASSERT(!out.window_step_times_ms.empty() && milliseconds > 0.0,
+                "a measured window has steps and time");
 
   out.settings = settings;
   out.tokens_per_s_per_gpu = tokens / (milliseconds / 1000.0) / static_cast<double>(settings.gpus);

@@ -1,13 +1,14 @@
 #include "adapters/metrics/megatron_log.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <iterator>
 #include <span>
 #include <system_error>
 #include <utility>
+
+#include "events/assert.h"
 
 namespace attune {
 
@@ -456,7 +457,7 @@ std::optional<std::uint64_t> ArgumentsBlock::unsigned_value(std::string_view nam
 }
 
 void MegatronLogReader::feed(std::string_view bytes) {
-  assert(!finished_);
+  ATTUNE_ASSERT(!finished_, "a finished reader takes no more lines");
   while (!bytes.empty()) {
     const std::size_t newline = bytes.find('\n');
     const std::string_view piece = bytes.substr(0, newline);
@@ -477,7 +478,7 @@ void MegatronLogReader::feed(std::string_view bytes) {
 }
 
 MegatronLog MegatronLogReader::finish() {
-  assert(!finished_);
+  ATTUNE_ASSERT(!finished_, "a reader finishes once");
   if (!pending_.empty() || pending_cut_) read_line(pending_, false);
   pending_.clear();
   finished_ = true;

@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include "adapters/simulator/layout.h"
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/sweep.h"
+#include "adapters/model/layout.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/sweep.h"
 #include "adapters/tuner/learned_rules.h"
 #include "core/lever_groups.h"
 #include "gate/config_check.h"
@@ -96,50 +96,64 @@ const CatalogLever* find_lever(const LeverCatalog& catalog, const std::string& n
   return nullptr;
 }
 
-bool helps_against(const CatalogLever& lever, const std::string& tag) {
-  for (const std::string& when : lever.helps_when) {
-    if (when == tag || (tag == "ep_a2a_cross_node" && when == "ep_a2a")) return true;
-  }
-  return false;
+bool helps_against(const CatalogLever& lever, Bottleneck diagnosed) {
+  return std::any_of(lever.helps_when.begin(), lever.helps_when.end(),
+                     [&](Bottleneck listed) { return helps_under(listed, diagnosed); });
+}
+
+using Cost = std::pair<double, Bottleneck>;
+
+std::string cost_text(const Cost& cost, double step) {
+  return std::string(tag_of(cost.second)) + " " + percent(cost.first / step) + " of the step";
 }
 
 ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const Recipe& recipe) {
   const sim::Prediction p = sim::predict(w, recipe);
   ExpertDiagnosis d;
   if (!p.valid) {
-    d.tag = "invalid";
+    d.bottleneck = Bottleneck::kInvalid;
     d.text = "the estimator cannot read the leader's layout: " + p.error;
     return d;
   }
   auto resolved = resolved_of(w, recipe);
   const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
-  const sim::Layout* layout = resolved ? &resolved->layout : nullptr;
+  const bool offload = resolved && resolved->layout.optimizer_cpu_offload;
   const sim::Breakdown& b = p.breakdown;
-  std::vector<std::pair<double, std::string>> costs = {
-      {b.ep_a2a_s, cross ? "ep_a2a_cross_node" : "ep_a2a"},
-      {b.tp_comm_s, "tp_comm"},
-      {b.cp_comm_s, "cp_comm"},
-      {b.pp_p2p_s, "pp_p2p"},
-      {b.bubble_s, "bubble"},
-      {b.dp_comm_s, "dp_comm"},
-      {b.optimizer_s, layout && layout->optimizer_cpu_offload ? "optimizer_offload" : "optimizer"},
-      {b.recompute_s, "recompute"},
-      {b.host_s, "host"},
+  std::vector<Cost> costs = {
+      {b.ep_a2a_s, cross ? Bottleneck::kEpA2aCrossNode : Bottleneck::kEpA2a},
+      {b.tp_comm_s, Bottleneck::kTpComm},
+      {b.cp_comm_s, Bottleneck::kCpComm},
+      {b.pp_p2p_s, Bottleneck::kPpP2p},
+      {b.bubble_s, Bottleneck::kBubble},
+      {b.dp_comm_s, Bottleneck::kDpComm},
+      {b.optimizer_s, offload ? Bottleneck::kOptimizerOffload : Bottleneck::kOptimizer},
+      {b.recompute_s, Bottleneck::kRecompute},
+      {b.host_s, Bottleneck::kHost},
   };
   std::stable_sort(costs.begin(), costs.end(),
-                   [](const auto& a, const auto& c) { return a.first > c.first; });
+                   [](const Cost& a, const Cost& c) { return a.first > c.first; });
   const double step = std::max(p.step_time_s, 1e-12);
   if (costs[0].first < 0.05 * step) {
-    d.tag = "compute";
+    d.bottleneck = Bottleneck::kCompute;
     d.text = "compute-bound: no exposed cost above 5% of the step (estimate)";
     return d;
   }
-  d.tag = costs[0].second;
-  d.text = costs[0].second + " " + percent(costs[0].first / step) + " of the step on stage " +
-           std::to_string(p.critical_stage) + ", then " + costs[1].second + " " +
-           percent(costs[1].first / step) + " (estimate)";
-  if (costs[1].first > kUnclearBottleneckRatio * costs[0].first) d.text += "; unclear";
+  d.bottleneck = costs[0].second;
+  d.text = cost_text(costs[0], step) + " on stage " + std::to_string(p.critical_stage) + ", then " +
+           cost_text(costs[1], step) + " (estimate)";
+  d.clear = costs[1].first <= kUnclearBottleneckRatio * costs[0].first;
+  if (!d.clear) d.text += "; unclear";
   return d;
+}
+
+// The analyzer's name of an exposed communication, as a bottleneck; nullopt for "unknown".
+std::optional<Bottleneck> bottleneck_of_comm(const std::string& kind, bool cross_node) {
+  if (kind == "ep_a2a") return cross_node ? Bottleneck::kEpA2aCrossNode : Bottleneck::kEpA2a;
+  if (kind == "tp") return Bottleneck::kTpComm;
+  if (kind == "dp") return Bottleneck::kDpComm;
+  if (kind == "cp") return Bottleneck::kCpComm;
+  if (kind == "pp_p2p") return Bottleneck::kPpP2p;
+  return std::nullopt;
 }
 
 std::optional<ExpertDiagnosis> diagnose_profile(const sim::Workload& w, const Recipe& recipe,
@@ -151,31 +165,27 @@ std::optional<ExpertDiagnosis> diagnose_profile(const sim::Workload& w, const Re
   }
   auto resolved = resolved_of(w, recipe);
   const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
-  std::vector<std::pair<double, std::string>> costs;
+  std::vector<Cost> costs;
   for (const CommTime& comm : slowest->exposed_comm) {
-    std::string tag = comm.kind;
-    if (tag == "ep_a2a" && cross) tag = "ep_a2a_cross_node";
-    if (tag == "tp") tag = "tp_comm";
-    if (tag == "dp") tag = "dp_comm";
-    if (tag == "cp") tag = "cp_comm";
-    if (tag == "unknown") continue;
-    costs.emplace_back(comm.exposed_ms, tag);
+    if (auto bottleneck = bottleneck_of_comm(comm.kind, cross)) {
+      costs.emplace_back(comm.exposed_ms, *bottleneck);
+    }
   }
-  costs.emplace_back(slowest->host_bound_ms, "host");
-  if (resolved && resolved->layout.pp > 1) costs.emplace_back(slowest->idle_ms, "bubble");
+  costs.emplace_back(slowest->host_bound_ms, Bottleneck::kHost);
+  if (resolved && resolved->layout.pp > 1)
+    costs.emplace_back(slowest->idle_ms, Bottleneck::kBubble);
   std::stable_sort(costs.begin(), costs.end(),
-                   [](const auto& a, const auto& c) { return a.first > c.first; });
+                   [](const Cost& a, const Cost& c) { return a.first > c.first; });
   ExpertDiagnosis d;
   d.from_profile = true;
   const double step = std::max(slowest->step_ms, 1e-9);
   if (costs.empty() || costs[0].first < 0.05 * step) {
-    d.tag = "compute";
+    d.bottleneck = Bottleneck::kCompute;
     d.text = "compute-bound on stage " + std::to_string(slowest->stage) + " (profile)";
     return d;
   }
-  d.tag = costs[0].second;
-  d.text = costs[0].second + " " + percent(costs[0].first / step) + " of the step on stage " +
-           std::to_string(slowest->stage) + " (profile)";
+  d.bottleneck = costs[0].second;
+  d.text = cost_text(costs[0], step) + " on stage " + std::to_string(slowest->stage) + " (profile)";
   return d;
 }
 
@@ -373,11 +383,13 @@ std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, Run
 }
 
 double confidence_of(const Context& c, const CatalogLever* lever, const std::string& action) {
-  double prior =
-      lever != nullptr && helps_against(*lever, c.diagnosis.tag) ? 1.0 : kOffDiagnosisConfidence;
+  double prior = lever != nullptr && helps_against(*lever, c.diagnosis.bottleneck)
+                     ? 1.0
+                     : kOffDiagnosisConfidence;
   // Learned rules of earlier campaigns, under the same bottleneck.
   for (const LearnedRule& rule : c.learned) {
-    if (lever == nullptr || rule.lever != lever->name || rule.when != c.diagnosis.tag ||
+    if (lever == nullptr || rule.lever != lever->name ||
+        rule.when != tag_of(c.diagnosis.bottleneck) ||
         (!rule.action.empty() && rule.action != action)) {
       continue;
     }
@@ -493,12 +505,217 @@ TunerProposal to_proposal(const Context& c, const Candidate& cand, const std::st
   proposal.recipe = cand.recipe;
   proposal.parent_run_id = cand.parent;
   proposal.hypothesis.bottleneck = c.diagnosis.text;
+  proposal.hypothesis.bottleneck_tag = std::string(tag_of(c.diagnosis.bottleneck));
   std::string mechanism = cand.lever + ": " + cand.mechanism;
   if (!cand.rule.empty()) mechanism += " [" + cand.rule + "]";
   mechanism += " | " + rules;
   proposal.hypothesis.mechanism = mechanism;
   proposal.hypothesis.expected_gain_fraction = cand.expected_gain;
   return proposal;
+}
+
+// What the campaign has tried: the levers per parent, the parallel degrees probed (rule 4), the
+// runs already retried (rule 5), and the rule state every hypothesis records.
+struct History {
+  std::set<std::string> probed;
+  std::map<RunId, std::set<std::string>> levers_tried_on;  // parent -> lever sets
+  std::set<RunId> retried;                                 // parents of a later proposal
+  std::vector<std::string> levers_tested;
+  std::vector<std::string> degrees;  // the degrees rule 4 probes
+  std::string rules;
+};
+
+void record_proposal(const sim::Workload& w, const std::optional<sim::ResolvedLayout>& baseline,
+                     const CandidateProposed& proposal, History& h) {
+  for (const Lever& lever : proposal.levers) {
+    h.levers_tried_on[proposal.parent_run_id].insert(lever.name);
+    if (std::find(h.levers_tested.begin(), h.levers_tested.end(), lever.name) ==
+        h.levers_tested.end()) {
+      h.levers_tested.push_back(lever.name);
+    }
+  }
+  h.retried.insert(proposal.parent_run_id);
+  auto parsed = parse_recipe(proposal.recipe, "proposal");
+  if (!parsed.ok() || !baseline) return;
+  if (auto r = resolved_of(w, parsed.value())) {
+    for (const std::string& degree : changed_degrees(*baseline, *r)) h.probed.insert(degree);
+  }
+}
+
+History history_of(const Context& c) {
+  History h;
+  const auto baseline = resolved_of(c.w, c.baseline);
+  for (const auto& [id, proposal] : c.state.proposals) {
+    if (proposal.purpose == RunPurpose::kSearch) record_proposal(c.w, baseline, proposal, h);
+  }
+  h.degrees = {"TP", "PP", "CP", "DP"};
+  if (c.w.model.num_experts > 0) h.degrees.insert(h.degrees.begin() + 2, "EP");
+  std::string probed_text;
+  std::string unprobed;
+  for (const std::string& d : h.degrees) {
+    std::string& list = h.probed.contains(d) ? probed_text : unprobed;
+    list += (list.empty() ? "" : ",") + d;
+  }
+  h.rules = "rules: r4 degrees probed {" + probed_text + "} unprobed {" + unprobed +
+            "}; memory margin " + percent(c.evidence.memory_margin) + "; estimator confidence " +
+            percent(c.evidence.confidence);
+  return h;
+}
+
+// A retry of a search run that failed with `failure` and has not been retried: one value of
+// `move` that `accept` takes, from the failed layout.
+struct FailureRetry {
+  FailureClass failure;
+  std::string move;
+  std::string lever;
+  std::function<bool(const sim::Layout& failed, const sim::Layout& value)> accept;
+  std::string why;
+};
+
+std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRetry& retry,
+                                   const sim::Prediction& leader_p) {
+  for (const auto& [id, run] : c.state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.failed ||
+        run.failed->failure_class != retry.failure || h.retried.contains(id)) {
+      continue;
+    }
+    const Recipe failed = recipe_of(c.state, id, c.baseline);
+    auto layout = sim::decode_layout(c.w, failed);
+    if (!layout.ok()) continue;
+    for (const sim::Layout& value : move_values(c.w, layout.value(), retry.move)) {
+      if (!retry.accept(layout.value(), value)) continue;
+      auto recipe = sim::apply_layout(failed, value);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, failed, id, std::move(recipe).value());
+      if (!cand) continue;
+      const sim::Prediction p = sim::predict(c.w, cand->recipe);
+      if (!p.valid) continue;
+      const CatalogLever* lever = find_lever(c.catalog, retry.lever);
+      cand->lever = retry.lever;
+      cand->mechanism = lever ? lever->mechanism : retry.lever;
+      cand->expected_gain =
+          leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
+      cand->rule = "run " + std::to_string(id) + " " + retry.why;
+      return cand;
+    }
+  }
+  return std::nullopt;
+}
+
+// Failed runs are retried before they are ruled out: a hang with one data-parallel overlap fewer
+// (overlapping streams can deadlock), and, rule 5, an out-of-memory layout with its memory
+// savings back.
+std::optional<Candidate> retry_failures(Context& c, const History& h, const Recipe& leader) {
+  const sim::Prediction leader_p = sim::predict(c.w, leader);
+  const FailureRetry hang{FailureClass::kHang, "dp-overlap", "data-parallel-overlap",
+                          [](const sim::Layout& failed, const sim::Layout& value) {
+                            return failed.overlap_grad_reduce &&
+                                   !(value.overlap_param_gather && !failed.overlap_param_gather);
+                          },
+                          "hung; overlapping streams can deadlock, so it is retried with one "
+                          "data-parallel overlap fewer before it is ruled out"};
+  if (auto cand = retry_one(c, h, hang, leader_p)) return cand;
+  const FailureRetry oom{FailureClass::kOom, "recompute", "recompute",
+                         [](const sim::Layout& failed, const sim::Layout& value) {
+                           return failed.recompute != sim::RecomputeGranularity::kFull &&
+                                  value.recompute == sim::RecomputeGranularity::kFull;
+                         },
+                         "ran out of memory; rule 5: retried with full recomputation before it "
+                         "is ruled out"};
+  return retry_one(c, h, oom, leader_p);
+}
+
+// Rule 4: probe every parallel degree before the topology counts as exhausted, and count a lever
+// as ruled out on the leader only once a second value of it was measured.
+std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Candidate>& ranked,
+                                          RunId leader_id) {
+  for (const std::string& degree : h.degrees) {
+    if (h.probed.contains(degree)) continue;
+    for (const Candidate& cand : ranked) {
+      if (cand.set != "parallel-layout" || !cand.degrees.contains(degree)) continue;
+      Candidate probe = cand;
+      probe.rule = "rule 4: probing " + degree + " before the topology counts as exhausted";
+      return probe;
+    }
+  }
+  const auto tried = h.levers_tried_on.find(leader_id);
+  for (const Candidate& cand : ranked) {
+    if (cand.set == "parallel-layout" ||
+        (tried != h.levers_tried_on.end() && tried->second.contains(cand.set))) {
+      continue;
+    }
+    Candidate probe = cand;
+    probe.rule = "rule 4: a second value of " + cand.set + " on the leader";
+    return probe;
+  }
+  return std::nullopt;
+}
+
+// The single lever a measured search run changed and whether it beat its parent by the band.
+std::optional<std::string> winning_lever(const ControlState& state, const RunState& run,
+                                         double band) {
+  auto proposal = state.proposals.find(run.proposal_id);
+  if (proposal == state.proposals.end() || proposal->second.levers.size() != 1) {
+    return std::nullopt;
+  }
+  const std::string set = proposal->second.levers.front().name;
+  if (set == "parallel-layout") return std::nullopt;
+  const RunState* parent = state.run(proposal->second.parent_run_id);
+  const double parent_tps = parent && parent->measured
+                                ? parent->measured->tokens_per_sec_per_gpu
+                                : state.view.baseline_band.mean_tokens_per_s_per_gpu;
+  if (run.measured->tokens_per_sec_per_gpu <= parent_tps * (1 + band)) return std::nullopt;
+  return set;
+}
+
+// Rule 6: levers that won on an earlier layout, re-tested on the leader.
+std::optional<Candidate> retest_winners(Context& c, const Recipe& leader, RunId leader_id,
+                                        double band) {
+  auto leader_layout = sim::decode_layout(c.w, leader);
+  if (!leader_layout.ok()) return std::nullopt;
+  for (const auto& [id, run] : c.state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.measured || id == leader_id) continue;
+    const std::optional<std::string> set = winning_lever(c.state, run, band);
+    if (!set) continue;
+    auto winner_layout = sim::decode_layout(c.w, recipe_of(c.state, id, c.baseline));
+    if (!winner_layout.ok()) continue;
+    for (const CatalogLever& lever : c.catalog.levers) {
+      if (lever.set != *set || lever.move == "layout") continue;
+      sim::Layout moved = leader_layout.value();
+      copy_move_fields(moved, winner_layout.value(), lever.move);
+      auto recipe = sim::apply_layout(leader, moved);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, leader, leader_id, std::move(recipe).value());
+      if (!cand) continue;
+      const sim::Prediction p = sim::predict(c.w, cand->recipe);
+      if (!fits(p, c.evidence.memory_margin)) continue;
+      cand->lever = lever.name;
+      cand->mechanism = lever.mechanism;
+      cand->rule = "rule 6: " + *set + " won on run " + std::to_string(id) +
+                   "'s layout; re-tested on the leader";
+      return cand;
+    }
+  }
+  return std::nullopt;
+}
+
+TunerStop stop_with_evidence(const Context& c, const History& h,
+                             const std::vector<Candidate>& ranked, RunId leader_id, double band) {
+  TunerStop stop;
+  std::ostringstream evidence;
+  evidence << "leader run " << leader_id << " at " << percent(c.state.view.leader.gain_fraction)
+           << " over the baseline; no single-lever candidate is expected to clear the band ("
+           << percent(band) << ")";
+  if (!ranked.empty()) {
+    evidence << "; best remaining " << ranked.front().lever << " expected "
+             << percent(ranked.front().expected_gain);
+  }
+  evidence << "; " << h.rules;
+  if (!c.evidence.summary.empty()) evidence << "; " << c.evidence.summary;
+  stop.evidence = evidence.str();
+  stop.levers_tested = h.levers_tested;
+  stop.last_diagnosis = c.diagnosis.text;
+  return stop;
 }
 
 }  // namespace
@@ -517,184 +734,32 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
     if (learned.ok()) c.learned = std::move(learned).value();
   }
   const double band = std::max(state.view.baseline_band.band_fraction, 0.01);
-
   const RunId leader_id = state.view.leader.run_id;
   const Recipe leader = recipe_of(state, leader_id, view.baseline);
   const RunState* leader_run = state.run(leader_id);
+  const bool leader_profiled = leader_run != nullptr && leader_run->profile_analyzed;
   std::optional<ExpertDiagnosis> profiled;
-  if (leader_run != nullptr && leader_run->profile_analyzed) {
+  if (leader_profiled)
     profiled = diagnose_profile(workload_, leader, *leader_run->profile_analyzed);
-  }
   c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, leader);
+  const History h = history_of(c);
 
-  // What has been tried: levers per parent, parallel degrees probed, OOM runs and their retries.
-  const auto baseline_resolved = resolved_of(workload_, view.baseline);
-  std::set<std::string> probed;
-  std::map<RunId, std::set<std::string>> levers_tried_on;  // parent -> lever sets
-  std::set<RunId> retried;                                 // OOM runs with a rule-5 retry
-  std::vector<std::string> levers_tested;
-  for (const auto& [id, proposal] : state.proposals) {
-    if (proposal.purpose != RunPurpose::kSearch) continue;
-    for (const Lever& lever : proposal.levers) {
-      levers_tried_on[proposal.parent_run_id].insert(lever.name);
-      if (std::find(levers_tested.begin(), levers_tested.end(), lever.name) ==
-          levers_tested.end()) {
-        levers_tested.push_back(lever.name);
-      }
-    }
-    retried.insert(proposal.parent_run_id);
-    auto parsed = parse_recipe(proposal.recipe, "proposal");
-    if (parsed.ok() && baseline_resolved) {
-      if (auto r = resolved_of(workload_, parsed.value())) {
-        for (const std::string& degree : changed_degrees(*baseline_resolved, *r)) {
-          probed.insert(degree);
-        }
-      }
-    }
-  }
-  std::vector<std::string> degrees = {"TP", "PP", "CP", "DP"};
-  if (workload_.model.num_experts > 0) degrees.insert(degrees.begin() + 2, "EP");
-  std::string probed_text;
-  std::string unprobed;
-  for (const std::string& d : degrees) {
-    std::string& list = probed.contains(d) ? probed_text : unprobed;
-    list += (list.empty() ? "" : ",") + d;
-  }
-  const std::string rules = "rules: r4 degrees probed {" + probed_text + "} unprobed {" + unprobed +
-                            "}; memory margin " + percent(c.evidence.memory_margin) +
-                            "; estimator confidence " + percent(c.evidence.confidence);
-
-  // Failed runs are retried before they are ruled out: a search run that failed with `failure`
-  // and has no retry yet gets one value of `move` that `accept` takes (from the failed layout).
-  const sim::Prediction leader_p = sim::predict(workload_, leader);
-  auto retry = [&](FailureClass failure, const std::string& move, const std::string& lever_name,
-                   const std::function<bool(const sim::Layout&, const sim::Layout&)>& accept,
-                   const std::string& why) -> std::optional<Candidate> {
-    for (const auto& [id, run] : state.runs) {
-      if (run.purpose != RunPurpose::kSearch || !run.failed ||
-          run.failed->failure_class != failure || retried.contains(id)) {
-        continue;
-      }
-      const Recipe failed = recipe_of(state, id, view.baseline);
-      auto layout = sim::decode_layout(workload_, failed);
-      if (!layout.ok()) continue;
-      for (const sim::Layout& value : move_values(workload_, layout.value(), move)) {
-        if (!accept(layout.value(), value)) continue;
-        auto recipe = sim::apply_layout(failed, value);
-        if (!recipe.ok()) continue;
-        auto cand = admissible(c, failed, id, std::move(recipe).value());
-        if (!cand) continue;
-        const sim::Prediction p = sim::predict(workload_, cand->recipe);
-        if (!p.valid) continue;
-        const CatalogLever* lever = find_lever(catalog_, lever_name);
-        cand->lever = lever_name;
-        cand->mechanism = lever ? lever->mechanism : lever_name;
-        cand->expected_gain =
-            leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
-        cand->rule = "run " + std::to_string(id) + " " + why;
-        return cand;
-      }
-    }
-    return std::nullopt;
-  };
-  // A hang after a change: overlapping communication streams can deadlock.
-  if (auto cand = retry(
-          FailureClass::kHang, "dp-overlap", "data-parallel-overlap",
-          [](const sim::Layout& failed, const sim::Layout& value) {
-            return failed.overlap_grad_reduce &&
-                   !(value.overlap_param_gather && !failed.overlap_param_gather);
-          },
-          "hung; overlapping streams can deadlock, so it is retried with one data-parallel "
-          "overlap fewer before it is ruled out")) {
-    return to_proposal(c, *cand, rules);
-  }
-  // Rule 5: an out-of-memory layout gets its memory savings back first.
-  if (auto cand = retry(
-          FailureClass::kOom, "recompute", "recompute",
-          [](const sim::Layout& failed, const sim::Layout& value) {
-            return failed.recompute != sim::RecomputeGranularity::kFull &&
-                   value.recompute == sim::RecomputeGranularity::kFull;
-          },
-          "ran out of memory; rule 5: retried with full recomputation before it is ruled out")) {
-    return to_proposal(c, *cand, rules);
-  }
-
-  std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);
-  const bool unclear = c.diagnosis.text.find("unclear") != std::string::npos;
+  if (auto cand = retry_failures(c, h, leader)) return to_proposal(c, *cand, h.rules);
+  const std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);
   for (const Candidate& cand : ranked) {
     if (cand.expected_gain <= 0.5 * band || cand.score <= 0) break;
-    TunerProposal proposal = to_proposal(c, cand, rules);
-    proposal.profile = unclear && (leader_run == nullptr || !leader_run->profile_analyzed);
+    TunerProposal proposal = to_proposal(c, cand, h.rules);
+    // An unclear diagnosis of an unprofiled leader: the run is profiled, to tell the costs apart.
+    proposal.profile = !c.diagnosis.clear && !leader_profiled;
     return proposal;
   }
   // Nothing expected to clear the band. Wait for runs in flight: they may move the leader.
   if (state.runs_in_flight() > 0) return TunerWait{};
-
-  // Rule 4: probe every parallel degree before the topology counts as exhausted.
-  for (const std::string& degree : degrees) {
-    if (probed.contains(degree)) continue;
-    for (const Candidate& cand : ranked) {
-      if (cand.set != "parallel-layout" || !cand.degrees.contains(degree)) continue;
-      Candidate probe = cand;
-      probe.rule = "rule 4: probing " + degree + " before the topology counts as exhausted";
-      return to_proposal(c, probe, rules);
-    }
+  if (auto probe = probe_unexplored(h, ranked, leader_id)) return to_proposal(c, *probe, h.rules);
+  if (auto retest = retest_winners(c, leader, leader_id, band)) {
+    return to_proposal(c, *retest, h.rules);
   }
-  // Rule 4: a lever counts as ruled out on the leader once a second value of it was measured.
-  for (const Candidate& cand : ranked) {
-    if (cand.set == "parallel-layout" || levers_tried_on[leader_id].contains(cand.set)) continue;
-    Candidate probe = cand;
-    probe.rule = "rule 4: a second value of " + cand.set + " on the leader";
-    return to_proposal(c, probe, rules);
-  }
-  // Rule 6: levers that won on an earlier layout, re-tested on the leader.
-  auto leader_layout = sim::decode_layout(workload_, leader);
-  for (const auto& [id, run] : state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.measured || id == leader_id) continue;
-    auto proposal = state.proposals.find(run.proposal_id);
-    if (proposal == state.proposals.end() || proposal->second.levers.size() != 1) continue;
-    const std::string set = proposal->second.levers.front().name;
-    if (set == "parallel-layout") continue;
-    const RunState* parent = state.run(proposal->second.parent_run_id);
-    const double parent_tps = parent && parent->measured
-                                  ? parent->measured->tokens_per_sec_per_gpu
-                                  : state.view.baseline_band.mean_tokens_per_s_per_gpu;
-    if (run.measured->tokens_per_sec_per_gpu <= parent_tps * (1 + band)) continue;
-    auto winner_layout = sim::decode_layout(workload_, recipe_of(state, id, view.baseline));
-    if (!winner_layout.ok() || !leader_layout.ok()) continue;
-    for (const CatalogLever& lever : catalog_.levers) {
-      if (lever.set != set || lever.move == "layout") continue;
-      sim::Layout moved = leader_layout.value();
-      copy_move_fields(moved, winner_layout.value(), lever.move);
-      auto recipe = sim::apply_layout(leader, moved);
-      if (!recipe.ok()) continue;
-      auto cand = admissible(c, leader, leader_id, std::move(recipe).value());
-      if (!cand) continue;
-      const sim::Prediction p = sim::predict(workload_, cand->recipe);
-      if (!fits(p, c.evidence.memory_margin)) continue;
-      cand->lever = lever.name;
-      cand->mechanism = lever.mechanism;
-      cand->rule = "rule 6: " + set + " won on run " + std::to_string(id) +
-                   "'s layout; re-tested on the leader";
-      return to_proposal(c, *cand, rules);
-    }
-  }
-
-  TunerStop stop;
-  std::ostringstream evidence;
-  evidence << "leader run " << leader_id << " at " << percent(state.view.leader.gain_fraction)
-           << " over the baseline; no single-lever candidate is expected to clear the band ("
-           << percent(band) << ")";
-  if (!ranked.empty()) {
-    evidence << "; best remaining " << ranked.front().lever << " expected "
-             << percent(ranked.front().expected_gain);
-  }
-  evidence << "; " << rules;
-  if (!c.evidence.summary.empty()) evidence << "; " << c.evidence.summary;
-  stop.evidence = evidence.str();
-  stop.levers_tested = levers_tested;
-  stop.last_diagnosis = c.diagnosis.text;
-  return stop;
+  return stop_with_evidence(c, h, ranked, leader_id, band);
 }
 
 }  // namespace attune

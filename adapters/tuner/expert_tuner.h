@@ -29,19 +29,21 @@
 #include <map>
 #include <string>
 
-#include "adapters/simulator/sweep.h"
-#include "adapters/simulator/workload.h"
+#include "adapters/model/sweep.h"
+#include "adapters/model/workload.h"
 #include "adapters/tuner/lever_catalog.h"
 #include "core/ports.h"
+#include "events/bottleneck.h"
 #include "gate/policy.h"
 
 namespace attune {
 
-// Diagnosis of a recipe: the largest exposed cost's tag (see lever_catalog.toml) and one line.
+// Diagnosis of a recipe: the largest exposed cost and one line.
 struct ExpertDiagnosis {
-  std::string tag;   // e.g. "ep_a2a_cross_node"
-  std::string text;  // e.g. "ep_a2a (cross-node) 49% of the step on stage 7 (estimate)"
+  Bottleneck bottleneck = Bottleneck::kCompute;
+  std::string text;  // e.g. "ep_a2a_cross_node 49% of the step on stage 7, then ... (estimate)"
   bool from_profile = false;
+  bool clear = true;  // false: the next cost is nearly as large; a profile would tell them apart
 };
 
 class ExpertTuner final : public Tuner {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -14,18 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string>& diagnosis_tags() {
-  static const std::set<std::string> tags = {
-      "ep_a2a_cross_node", "ep_a2a",    "tp_comm",   "pp_p2p", "bubble",  "dp_comm",
-      "optimizer_offload", "optimizer", "recompute", "host",   "cp_comm", "compute"};
-  return tags;
-}
-
-// The bottleneck tag a hypothesis named: its first word, when it is one of the tags.
-std::string tag_of(const Hypothesis& hypothesis) {
-  const std::string first = hypothesis.bottleneck.substr(0, hypothesis.bottleneck.find(' '));
-  if (first == "compute-bound:") return "compute";
-  return diagnosis_tags().contains(first) ? first : "";
+// The bottleneck a hypothesis named by its tag; none for a tuner that names no tag.
+std::optional<Bottleneck> bottleneck_of(const Hypothesis& hypothesis) {
+  return bottleneck_of_tag(hypothesis.bottleneck_tag);
 }
 
 // The lever a proposal names: the expert's "lever: mechanism", else its one lever group.
@@ -34,21 +26,6 @@ std::string lever_of(const CandidateProposed& proposal) {
   const std::size_t colon = mechanism.find(": ");
   if (colon != std::string::npos && mechanism.find(' ') > colon) return mechanism.substr(0, colon);
   return proposal.levers.size() == 1 ? proposal.levers.front().name : "";
-}
-
-std::string bottleneck_words(const std::string& tag) {
-  if (tag == "ep_a2a_cross_node") return "a cross-node expert all-to-all";
-  if (tag == "ep_a2a") return "an expert all-to-all";
-  if (tag == "tp_comm") return "tensor-parallel communication";
-  if (tag == "pp_p2p") return "pipeline send/receive";
-  if (tag == "bubble") return "a pipeline bubble";
-  if (tag == "dp_comm") return "data-parallel communication";
-  if (tag == "optimizer_offload") return "an offloaded optimizer step";
-  if (tag == "optimizer") return "the optimizer step";
-  if (tag == "recompute") return "recomputation";
-  if (tag == "host") return "host-bound launches";
-  if (tag == "cp_comm") return "context-parallel exchange";
-  return "a compute-bound step";
 }
 
 std::string action_words(const ControlState& state, const CandidateProposed& proposal) {
@@ -150,7 +127,10 @@ std::vector<LearnedRule> learn_rules(const ControlState& state,
     if (proposal == state.proposals.end() || proposal->second.levers.size() != 1) continue;
     const CandidateProposed& p = proposal->second;
     const std::string lever = lever_of(p);
-    const std::string tag = tag_of(p.hypothesis);
+    const std::optional<Bottleneck> bottleneck = bottleneck_of(p.hypothesis);
+    if (!bottleneck) continue;
+    const std::string tag(tag_of(*bottleneck));
+    const std::string words(words_of(*bottleneck));
     const double parent = measured_or_baseline(state, p.parent_run_id);
     if (run.measured && parent > 0) {
       const double gain = run.measured->tokens_per_sec_per_gpu / parent - 1;
@@ -161,7 +141,7 @@ std::vector<LearnedRule> learn_rules(const ControlState& state,
         rule.effect = gain > band ? "helped" : "hurt";
         rule.action = action_words(state, p);
         rule.rule =
-            "Under " + bottleneck_words(tag) + ", " + lever +
+            "Under " + words + ", " + lever +
             (rule.action.empty() ? "" : " (" + rule.action + ")") +
             (gain > band ? " gained more than the noise band." : " lost more than the noise band.");
         rule.evidence_run_ids = {p.parent_run_id, id};
@@ -169,8 +149,7 @@ std::vector<LearnedRule> learn_rules(const ControlState& state,
         const RunState* parent_run = state.run(p.parent_run_id);
         if (gain > band && parent_run && parent_run->failed &&
             parent_run->failed->failure_class == FailureClass::kOom) {
-          rule.rule = "Under " + bottleneck_words(tag) +
-                      ", a layout that ran out of memory won once " + lever +
+          rule.rule = "Under " + words + ", a layout that ran out of memory won once " + lever +
                       " gave it memory back; retry such layouts before ruling them out.";
         }
         add(std::move(rule));

@@ -12,6 +12,7 @@
 
 #include "adapters/tuner/lever_catalog.h"
 #include "core/control_state.h"
+#include "events/bottleneck.h"
 #include "events/recipe.h"
 #include "events/result.h"
 

@@ -86,7 +86,16 @@ Result<LeverCatalog> parse_lever_catalog(std::string_view text, std::string_view
     lever.flags = std::move(flags).value();
     auto tags = strings(*table, "helps_when", where + ": lever '" + lever.name + "'");
     if (!tags.ok()) return make_error(tags.error());
-    lever.helps_when = std::move(tags).value();
+    for (const std::string& tag : tags.value()) {
+      const std::optional<Bottleneck> bottleneck = bottleneck_of_tag(tag);
+      if (!bottleneck) {
+        return make_error(where + ": lever '" + lever.name + "' helps_when '" + tag +
+                          "' is not a diagnosis tag (ep_a2a, ep_a2a_cross_node, tp_comm, "
+                          "cp_comm, pp_p2p, bubble, dp_comm, optimizer, optimizer_offload, "
+                          "recompute, host, compute, memory_short)");
+      }
+      lever.helps_when.push_back(*bottleneck);
+    }
     const auto gain = (*table)["rough_gain"].value<double>();
     if (!gain || *gain < 0 || *gain > 10) {
       return make_error(where + ": lever '" + lever.name +

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "events/bottleneck.h"
 #include "events/result.h"
 
 namespace attune {
@@ -19,7 +20,7 @@ struct CatalogLever {
   std::string move;  // layout, recompute, dispatcher, optimizer-offload, cuda-graphs, ...
   std::vector<std::string> flags;
   std::string mechanism;
-  std::vector<std::string> helps_when;  // diagnosis tags
+  std::vector<Bottleneck> helps_when;  // the diagnoses under which it is tried first
   std::string direction;
   double rough_gain = 0.0;
 };

@@ -3,8 +3,8 @@
 #include <random>
 #include <set>
 
-#include "adapters/simulator/layout.h"
-#include "adapters/simulator/performance_model.h"
+#include "adapters/model/layout.h"
+#include "adapters/model/performance_model.h"
 #include "core/lever_groups.h"
 
 namespace attune {

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "adapters/simulator/workload.h"
+#include "adapters/model/workload.h"
 #include "core/ports.h"
 
 namespace attune {

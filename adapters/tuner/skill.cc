@@ -20,6 +20,12 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+std::vector<std::string> tags_of(const std::vector<Bottleneck>& bottlenecks) {
+  std::vector<std::string> tags;
+  for (const Bottleneck bottleneck : bottlenecks) tags.emplace_back(tag_of(bottleneck));
+  return tags;
+}
+
 }  // namespace
 
 std::string_view builtin_skill_text() { return std::string_view(kSkillMd, kSkillMd_size); }
@@ -33,7 +39,7 @@ std::string render_skill(const LeverCatalog& catalog, const std::string& learned
          "accepts may be tried too; the correctness gate decides what may run.\n\n";
   for (const CatalogLever& lever : catalog.levers) {
     out << "- **" << lever.name << "** (set " << lever.set << "; flags " << joined(lever.flags)
-        << "): " << lever.mechanism << ". Helps when: " << joined(lever.helps_when)
+        << "): " << lever.mechanism << ". Helps when: " << joined(tags_of(lever.helps_when))
         << ". Direction: " << lever.direction << ". Rough gain: " << lever.rough_gain * 100
         << "%.\n";
   }

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "adapters/simulator/layout.h"
-#include "adapters/simulator/performance_model.h"
+#include "adapters/model/layout.h"
+#include "adapters/model/performance_model.h"
 
 extern char** environ;
 

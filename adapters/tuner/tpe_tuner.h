@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "adapters/simulator/workload.h"
+#include "adapters/model/workload.h"
 #include "core/ports.h"
 
 namespace attune {

@@ -5,10 +5,10 @@
 
 #include <functional>
 
-#include "adapters/simulator/layout.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sim_job.h"
+#include "adapters/model/layout.h"
+#include "adapters/model/presets.h"
 #include "adapters/tuner/expert_tuner.h"
+#include "adapters/world/sim_job.h"
 #include "core/campaign_file.h"
 #include "core/control_state.h"
 #include "gate/policy.h"

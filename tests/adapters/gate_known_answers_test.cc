@@ -42,11 +42,11 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/simulator/loss_model.h"
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sim_job.h"
-#include "adapters/simulator/world.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
+#include "adapters/world/loss_model.h"
+#include "adapters/world/sim_job.h"
+#include "adapters/world/world.h"
 #include "events/recipe.h"
 #include "gate/config_check.h"
 #include "gate/convergence.h"

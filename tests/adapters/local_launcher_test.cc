@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "adapters/simulator/presets.h"
+#include "adapters/model/presets.h"
 #include "events/recipe.h"
 
 namespace attune {

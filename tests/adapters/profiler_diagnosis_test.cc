@@ -11,8 +11,8 @@
 
 #include "adapters/profiler/stage_diagnosis.h"
 #include "adapters/profiler/trace_file.h"
-#include "adapters/simulator/kineto_writer.h"
-#include "adapters/simulator/world.h"
+#include "adapters/world/kineto_writer.h"
+#include "adapters/world/world.h"
 #include "tests/adapters/sim_world_fixtures.h"
 
 namespace attune::profiler {

@@ -24,11 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/launcher/sim_launcher.h"
 #include "adapters/metrics/log_metrics_source.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sim_job.h"
-#include "adapters/simulator/world.h"
+#include "adapters/model/presets.h"
+#include "adapters/world/sim_job.h"
+#include "adapters/world/sim_launcher.h"
+#include "adapters/world/world.h"
 #include "core/control_state.h"
 #include "core/ports.h"
 #include "core/runtime.h"
@@ -160,7 +160,7 @@ class ScriptedTuner final : public Tuner {
         }
       }
     }
-    proposal.hypothesis = Hypothesis{"scripted", "step " + std::to_string(proposed + 1), 0.0};
+    proposal.hypothesis = Hypothesis{"scripted", "step " + std::to_string(proposed + 1), 0.0, ""};
     return proposal;
   }
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
 
 namespace attune::sim {
 namespace {

@@ -1,14 +1,14 @@
 // The paper's qualitative findings (attune-paper.md §3, issue 3 "Acceptance") as known answers of
-// the clean model, from the baseline recipes in adapters/simulator/data/recipes. No model has a
+// the clean model, from the baseline recipes in adapters/model/data/recipes. No model has a
 // term of its own: these follow from the same formulas for every model.
 //
 // Where the model's magnitudes differ from the paper's measurements, the test asserts the finding
 // as the model reproduces it and says what differs.
 #include <gtest/gtest.h>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sweep.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
+#include "adapters/model/sweep.h"
 
 namespace attune::sim {
 namespace {

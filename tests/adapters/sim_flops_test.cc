@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "adapters/simulator/flops.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/flops.h"
+#include "adapters/model/presets.h"
 
 namespace attune::sim {
 namespace {

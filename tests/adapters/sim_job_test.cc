@@ -1,7 +1,7 @@
 // The simulated job: its Kineto traces (the JSON shape of the corpus traces, what a trace
 // analyzer needs to tell compute and each kind of communication apart), and build/bin/
 // attune-sim-job end to end as a process, in virtual and in real time.
-#include "adapters/simulator/kineto_writer.h"
+#include "adapters/world/kineto_writer.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -21,9 +21,9 @@
 #include <thread>
 
 #include "adapters/metrics/megatron_log.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/process_groups.h"
-#include "adapters/simulator/sim_job.h"
+#include "adapters/model/presets.h"
+#include "adapters/world/process_groups.h"
+#include "adapters/world/sim_job.h"
 #include "tests/adapters/sim_world_fixtures.h"
 
 extern char** environ;

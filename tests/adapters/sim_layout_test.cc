@@ -2,9 +2,9 @@
 // every layout rule with Megatron's own assertion message (megatron_lm.md §1).
 #include <gtest/gtest.h>
 
-#include "adapters/simulator/layout.h"
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/layout.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
 #include "events/arg_catalog.h"
 
 namespace attune::sim {

@@ -1,7 +1,7 @@
 // The simulated job's Megatron-LM log: the exact line formats of megatron_lm.md §2 (compared
 // byte for byte with the reference's example lines), the arguments block and its implied
 // overrides, the failure texts, and what attune's own readers make of it.
-#include "adapters/simulator/megatron_log_writer.h"
+#include "adapters/world/megatron_log_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "adapters/metrics/megatron_log.h"
-#include "adapters/simulator/recipe_values.h"
-#include "adapters/simulator/sim_job.h"
+#include "adapters/model/recipe_values.h"
+#include "adapters/world/sim_job.h"
 #include "gate/resolved_args.h"
 #include "tests/adapters/sim_world_fixtures.h"
 

@@ -1,8 +1,8 @@
 // The memory model on cases computed by hand (perf_model.md §4.2-4.3).
 #include <gtest/gtest.h>
 
-#include "adapters/simulator/memory_model.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/memory_model.h"
+#include "adapters/model/presets.h"
 
 namespace attune::sim {
 namespace {

@@ -2,8 +2,8 @@
 // passes through its factor, and the physics moves the right way.
 #include <gtest/gtest.h>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
 
 namespace attune::sim {
 namespace {

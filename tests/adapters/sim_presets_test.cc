@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "adapters/simulator/presets.h"
+#include "adapters/model/presets.h"
 
 namespace attune::sim {
 namespace {

@@ -2,9 +2,9 @@
 // the sweep says.
 #include <gtest/gtest.h>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sweep.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
+#include "adapters/model/sweep.h"
 
 namespace attune::sim {
 namespace {

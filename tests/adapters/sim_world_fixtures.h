@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sim_job.h"
-#include "adapters/simulator/workload.h"
+#include "adapters/model/presets.h"
+#include "adapters/model/workload.h"
+#include "adapters/world/sim_job.h"
 #include "events/recipe.h"
 
 namespace attune::sim::testing {

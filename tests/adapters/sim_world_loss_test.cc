@@ -1,13 +1,13 @@
 // The loss curves of the simulated world against the correctness gate's known answers:
 // objective-preserving changes stay within 0.5 % of the baseline's curve, numeric changes move
 // it, and injected faults move it by very different amounts.
-#include "adapters/simulator/loss_model.h"
+#include "adapters/world/loss_model.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "adapters/simulator/world.h"
+#include "adapters/world/world.h"
 #include "gate/convergence.h"
 #include "tests/adapters/sim_world_fixtures.h"
 

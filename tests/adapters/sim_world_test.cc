@@ -1,6 +1,6 @@
 // The simulated world: reproducibility from its seeds, hidden factors, noise, slow nodes,
 // allocations, and every way a run ends (completed, oom, invalid, crash, infra, hang).
-#include "adapters/simulator/world.h"
+#include "adapters/world/world.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <numeric>
 #include <set>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/sweep.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/sweep.h"
 #include "tests/adapters/sim_world_fixtures.h"
 
 namespace attune::sim {

@@ -268,7 +268,7 @@ TEST(React, AProposalThatFitsIsALaunchAndOneThatCannotWithNothingInFlightStops) 
   Campaign campaign = calibrated();
   Reactions reactions(campaign);
   TunerProposal proposed{campaign.with("--pipeline-model-parallel-size", "4"), 0,
-                         Hypothesis{"pp bubble", "deeper pipeline", 0.1}, true};
+                         Hypothesis{"pp bubble", "deeper pipeline", 0.1, "bubble"}, true};
   auto launch = answer_reaction(campaign.state(), proposed, reactions.context());
   ASSERT_TRUE(launch.has_value());
   const auto* propose = std::get_if<ProposeLaunch>(&*launch);

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "adapters/simulator/presets.h"
+#include "adapters/model/presets.h"
 
 namespace attune::gpu {
 namespace {

@@ -30,7 +30,7 @@ SettingChange sample_change() {
 }
 
 Hypothesis sample_hypothesis() {
-  return {"exposed ep_a2a on stage 3", "overlap " + kUnicode, 0.07};
+  return {"exposed ep_a2a on stage 3", "overlap " + kUnicode, 0.07, "ep_a2a"};
 }
 
 std::vector<Body> sample_bodies() {

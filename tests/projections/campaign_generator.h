@@ -417,7 +417,7 @@ inline Body chaotic_body() {
       proposed.purpose = purpose;
       proposed.recipe = text();
       if (*rc::gen::arbitrary<bool>()) proposed.diff.push_back(flag_change(text(), text(), text()));
-      proposed.hypothesis = {text(), text(), figure()};
+      proposed.hypothesis = {text(), text(), figure(), text()};
       proposed.retry_of_run_id = uniform<RunId>(0, 6);
       proposed.check_of_run_id = uniform<RunId>(0, 6);
       return proposed;

@@ -90,7 +90,8 @@ class StreamBuilder {
     for (const SettingChange& change : proposed.diff) {
       proposed.levers.push_back({change.name, change.objective_class});
     }
-    if (!proposed.diff.empty()) proposed.hypothesis = {"tp comm", "fewer all-reduces", 0.08};
+    if (!proposed.diff.empty())
+      proposed.hypothesis = {"tp comm", "fewer all-reduces", 0.08, "tp_comm"};
     proposed.retry_of_run_id = retry_of;
     proposed.check_of_run_id = check_of;
     return add(std::move(proposed), "tuner:expert");

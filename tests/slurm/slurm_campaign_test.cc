@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "adapters/launcher/slurm/slurm_facts.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/presets.h"
 #include "events/recipe.h"
 #include "tests/slurm/slurm_cluster.h"
 #include "tests/tools/private_data_home.h"

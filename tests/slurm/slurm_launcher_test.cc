@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "adapters/metrics/log_metrics_source.h"
-#include "adapters/simulator/presets.h"
+#include "adapters/model/presets.h"
 #include "events/recipe.h"
 #include "tests/slurm/slurm_cluster.h"
 

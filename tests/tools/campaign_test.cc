@@ -171,7 +171,7 @@ TEST_F(Campaign, RunsOnTheLocalLauncherWithRealProcessesInRealTime) {
   // The same workload, its runs executed as local attune-sim-job processes that pace
   // themselves and write their Megatron logs as they go.
   const std::string baseline =
-      std::string(ATTUNE_SOURCE_DIR) + "/adapters/simulator/data/recipes/qwen3-30b-a3b-h100x16.sh";
+      std::string(ATTUNE_SOURCE_DIR) + "/adapters/model/data/recipes/qwen3-30b-a3b-h100x16.sh";
   const fs::path file = root_ / "local.toml";
   std::ofstream(file) << "name = \"local-demo\"\n"
                          "[cluster]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\ngpus = 16\n"

@@ -92,7 +92,7 @@ TEST_F(TraceCommand, DiagnosesASimulatedProfiledRun) {
       run("attune-sim-job",
           "--model glm-4.5 --gpu b200 --gpus 128 --seq 4096 --gbs 2048 --steps 1 --recipe " +
               std::string(ATTUNE_SOURCE_DIR) +
-              "/adapters/simulator/data/recipes/glm-4.5-b200x128.sh --log " + path("job.log") +
+              "/adapters/model/data/recipes/glm-4.5-b200x128.sh --log " + path("job.log") +
               " --trace-dir " + path("traces"));
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const Outcome out = attune("trace breakdown " + path("traces") + " --json");

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cassert>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,24 +14,26 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "adapters/agent/control_plane.h"
 #include "adapters/agent/control_socket.h"
 #include "adapters/launcher/local_launcher.h"
-#include "adapters/launcher/sim_launcher.h"
 #include "adapters/launcher/slurm/slurm_launcher.h"
 #include "adapters/metrics/log_metrics_source.h"
 #include "adapters/profiler/kineto_trace_analyzer.h"
-#include "adapters/simulator/sim_job.h"
-#include "adapters/simulator/world.h"
 #include "adapters/tuner/expert_tuner.h"
 #include "adapters/tuner/learned_rules.h"
 #include "adapters/tuner/llm/llm_tuner.h"
 #include "adapters/tuner/random_tuner.h"
 #include "adapters/tuner/tpe_tuner.h"
+#include "adapters/world/sim_job.h"
+#include "adapters/world/sim_launcher.h"
+#include "adapters/world/world.h"
 #include "core/campaign_file.h"
 #include "core/runtime.h"
 #include "core/text_file.h"
+#include "events/assert.h"
 #include "events/sha256.h"
 #include "gate/policy.h"
 #include "projections/number_format.h"
@@ -251,7 +253,7 @@ Result<Campaign> build_campaign(const CampaignOpened& opened, const std::string&
     if (!launcher.ok()) return make_error(launcher.error());
     campaign.launcher = std::move(launcher).value();
   } else if (opened.launcher == "slurm") {
-    assert(slurm != nullptr);
+    ATTUNE_ASSERT(slurm != nullptr, "a Slurm campaign comes with its Slurm options");
     campaign.scheduler = make_asio_scheduler();
     auto launcher =
         SlurmLauncher::open(*campaign.scheduler, db, slurm_jobs_dir(campaign_id), *slurm);
@@ -385,6 +387,8 @@ RuntimeOptions runtime_options(bool json, const TraceAnalyzer& trace_analyzer) {
   return options;
 }
 
+// How long a supervisor's give-up waits for room in the scheduler's queue before trying again.
+constexpr int kPostRetryMs = 10;
 // How often a supervisor's stop, given up during calibration, looks again.
 constexpr std::int64_t kGiveUpRetryNs = 1'000'000'000;
 
@@ -456,7 +460,10 @@ Status drive(CampaignRuntime& runtime, Campaign& campaign, const std::string& so
       (void)runtime.record_stop(stop, "control-plane");
     };
     options.give_up = [scheduler, record_give_up](const std::string& evidence) {
-      scheduler->post([record_give_up, evidence] { (*record_give_up)(evidence); });
+      // The supervisor gives up once: wait for room rather than drop it.
+      while (!scheduler->post([record_give_up, evidence] { (*record_give_up)(evidence); })) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kPostRetryMs));
+      }
     };
     supervisor = std::make_unique<AgentSupervisor>(std::move(options));
     supervisor->start();

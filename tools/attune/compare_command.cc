@@ -19,10 +19,10 @@
 #include <random>
 #include <sstream>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/sim_job.h"
-#include "adapters/simulator/sweep.h"
-#include "adapters/simulator/world.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/sweep.h"
+#include "adapters/world/sim_job.h"
+#include "adapters/world/world.h"
 #include "core/campaign_file.h"
 #include "gate/config_check.h"
 #include "gate/policy.h"

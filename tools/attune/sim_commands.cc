@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sweep.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
+#include "adapters/model/sweep.h"
 #include "core/text_file.h"
 #include "tools/attune/cli.h"
 

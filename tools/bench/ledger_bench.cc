@@ -38,7 +38,8 @@ std::vector<NewEvent> run_events(RunId run, std::int64_t at_ns) {
                                         "1", true, std::to_string(1 + run % 8),
                                         ObjectiveClass::kStructural});
   proposed.levers.push_back(Lever{"pipeline-parallel", ObjectiveClass::kStructural});
-  proposed.hypothesis = Hypothesis{"pipeline bubble", "more microbatches per stage", 0.05};
+  proposed.hypothesis =
+      Hypothesis{"pipeline bubble", "more microbatches per stage", 0.05, "bubble"};
   events.push_back(NewEvent{at_ns, "tuner:bench", proposed});
   LaunchAdmitted admitted;
   admitted.proposal_id = run;

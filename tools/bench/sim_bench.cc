@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "adapters/simulator/performance_model.h"
-#include "adapters/simulator/presets.h"
-#include "adapters/simulator/sweep.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
+#include "adapters/model/sweep.h"
 
 namespace attune::sim {
 namespace {

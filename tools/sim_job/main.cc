@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/simulator/loss_model.h"
-#include "adapters/simulator/sim_job.h"
-#include "adapters/simulator/world.h"
+#include "adapters/world/loss_model.h"
+#include "adapters/world/sim_job.h"
+#include "adapters/world/world.h"
 #include "events/recipe.h"
 
 namespace {

@@ -7,9 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "events/assert.h"
+
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,7 +30,7 @@ void append_bounded(std::string& to, const char* bytes, std::size_t count) {
 }  // namespace
 
 Result<CommandOutput> run_command(const std::vector<std::string>& argv, std::int64_t timeout_ms) {
-  assert(!argv.empty());
+  ATTUNE_ASSERT(!argv.empty(), "a command has a program");
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error("cannot create a pipe");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "events/bottleneck.h"
+
 namespace attune::llm {
 namespace {
 
@@ -55,6 +57,13 @@ std::vector<ToolSpec> tuner_tool_specs(bool with_framework_source) {
            {{"type", "object"},
             {"properties",
              {{"bottleneck", {{"type", "string"}}},
+              {"bottleneck_tag",
+               {{"type", "string"},
+                {"enum",
+                 {"ep_a2a", "ep_a2a_cross_node", "tp_comm", "cp_comm", "pp_p2p", "bubble",
+                  "dp_comm", "optimizer", "optimizer_offload", "recompute", "host", "compute",
+                  "memory_short"}},
+                {"description", "the diagnosis tag of the bottleneck, when one fits"}}},
               {"mechanism", {{"type", "string"}}},
               {"expected_gain_fraction", {{"type", "number"}}}}},
             {"required", {"bottleneck", "mechanism", "expected_gain_fraction"}}}},
@@ -178,7 +187,13 @@ Result<ProposalArgs> parse_proposal_args(const json& input) {
   if (gain == hypothesis->end() || !gain->is_number()) {
     return make_error("hypothesis.expected_gain_fraction: expected a number (0.05 = 5%)");
   }
-  args.hypothesis = {**bottleneck, **mechanism, gain->get<double>()};
+  auto tag = string_arg(*hypothesis, "bottleneck_tag", false);
+  if (!tag.ok()) return make_error("hypothesis." + tag.error());
+  const std::string tag_text = tag->value_or("");
+  if (!tag_text.empty() && !bottleneck_of_tag(tag_text)) {
+    return make_error("hypothesis.bottleneck_tag: '" + tag_text + "' is not a diagnosis tag");
+  }
+  args.hypothesis = {**bottleneck, **mechanism, gain->get<double>(), tag_text};
   const auto profile = input.find("profile");
   if (profile != input.end() && !profile->is_null()) {
     if (!profile->is_boolean()) return make_error("profile: expected true or false");

@@ -25,8 +25,10 @@ std::string encode_envelope(const Envelope& envelope, bool include_hash);
 
 // Decodes bytes produced by encode_envelope(envelope, true); encode_envelope(decoded, true) gives
 // the same bytes back. Corrupt input is an Error, never a crash: a length that is not a positive
-// multiple of 8, a malformed or non-canonical message, an unknown body or enum value (from a newer
-// schema), a hash algorithm other than "sha256", a prev_hash or hash that is not 32 bytes.
+// multiple of 8, a malformed message, an unknown body or enum value (from a newer schema), a hash
+// algorithm other than "sha256", a prev_hash or hash that is not 32 bytes, a charge that is not a
+// finite, non-negative number of GPU-hours. Bytes that decode but are not canonical are found by
+// verify_records, which re-encodes every event and compares.
 Result<Envelope> decode_envelope(std::string_view bytes);
 
 // SHA-256(envelope.prev_hash || encode_envelope(envelope, false)): the value the envelope's `hash`

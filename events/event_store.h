@@ -77,15 +77,19 @@ class EventStore {
   // Events with from <= sequence <= to, in order.
   Result<std::vector<Envelope>> read(std::string_view campaign_id, std::uint64_t from = 1,
                                      std::uint64_t to = kToEnd) const;
-  // Calls `visit` for each event in order without holding them all; stops at the first error.
-  Status for_each(std::string_view campaign_id,
-                  const std::function<void(const Envelope&)>& visit) const;
+  // Calls `visit` for each event in order without holding them all; stops at the first error. The
+  // visitor may take what it keeps out of the event it is given.
+  Status for_each(std::string_view campaign_id, const std::function<void(Envelope&&)>& visit) const;
   Result<std::vector<RawRecord>> read_raw(std::string_view campaign_id) const;
 
   // The sequence number of the campaign's last event; 0 if it has none.
   Result<std::uint64_t> version(std::string_view campaign_id) const;
   Result<std::vector<std::string>> list_campaigns() const;
   Result<ChainReport> verify_chain(std::string_view campaign_id) const;
+
+  // Rewrites a finished campaign's events into one sorted run of files, so that later replays
+  // read them in one pass (a campaign's events never change once it has shipped).
+  Status compact(std::string_view campaign_id);
 
   // Replaces one stored record's bytes, bypassing every check. Tamper tests only.
   Status overwrite_raw_for_testing(std::string_view campaign_id, std::uint64_t key_sequence,

@@ -18,8 +18,7 @@ std::string run_text(RunId run_id) { return "run " + std::to_string(run_id); }
 
 // Finds the admitted run, or records that the event refers to a run never admitted.
 AuditRun* admitted_run(Audit& state, RunId run_id, const char* event_name, std::uint64_t sequence) {
-  const auto it = state.runs.find(run_id);
-  if (it != state.runs.end()) return &it->second;
+  if (AuditRun* run = state.runs.find(run_id)) return run;
   add_finding(state, sequence,
               std::string(event_name) + " for " + run_text(run_id) + ", which was never admitted");
   return nullptr;
@@ -171,7 +170,7 @@ void check_body(Audit& state, const Envelope& event) {
           if (state.opened) add_finding(state, seq, "a second CampaignOpened");
           state.opened = true;
         } else if constexpr (std::is_same_v<T, CandidateProposed>) {
-          if (!state.proposal_ids.insert(body.proposal_id).second) {
+          if (!state.proposal_ids.insert(body.proposal_id)) {
             add_finding(state, seq,
                         "proposal " + std::to_string(body.proposal_id) + " proposed twice");
           }
@@ -189,8 +188,7 @@ void check_body(Audit& state, const Envelope& event) {
                             std::to_string(body.proposal_id) + ", which was never proposed");
           }
           if (body.run_id == 0) add_finding(state, seq, "run id 0 is reserved for the baseline");
-          if (!state.runs.emplace(body.run_id, AuditRun{body.gpus, {}, {}, {}, false, false})
-                   .second) {
+          if (!state.runs.emplace(body.run_id, AuditRun{body.gpus, {}, {}, {}, false, false})) {
             add_finding(state, seq, run_text(body.run_id) + " admitted twice");
           }
         } else if constexpr (std::is_same_v<T, JobSubmitted>) {

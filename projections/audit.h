@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "events/event.h"
+#include "projections/id_map.h"
+#include "projections/id_set.h"
 
 namespace attune {
 
@@ -99,8 +101,8 @@ struct Audit {
   Digest last_hash{};
   std::string campaign_id;  // the first event's
   bool opened = false;
-  std::set<ProposalId> proposal_ids;
-  std::map<RunId, AuditRun> runs;  // admitted runs
+  IdSet proposal_ids;
+  IdMap<AuditRun> runs;  // admitted runs
 
   friend bool operator==(const Audit&, const Audit&) = default;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "events/event.h"
+#include "projections/id_set.h"
 
 namespace attune {
 
@@ -28,7 +29,7 @@ struct BaselineBand {
   double band_floor_fraction = CampaignOpened{}.band_floor_fraction;
   double band_k = CampaignOpened{}.band_k;
 
-  std::set<RunId> calibration_run_ids;     // admitted with purpose calibration
+  IdSet calibration_run_ids;               // admitted with purpose calibration
   std::vector<CalibrationSample> samples;  // measured calibration runs, in measurement order
 
   // Live until band_set, then the BandSet's figures.

@@ -15,9 +15,9 @@ double non_negative(double gpu_hours) { return std::max(0.0, gpu_hours); }
 void add_charge(Budget& state, const Charged& charge) {
   const double gpu_hours = non_negative(charge.gpu_hours);
   state.charged_gpu_hours += gpu_hours;
-  const auto it = state.runs.find(charge.run_id);
-  const bool is_check = it != state.runs.end() && it->second.purpose == RunPurpose::kCheck;
-  if (it != state.runs.end()) it->second.charged = true;
+  BudgetRun* run = state.runs.find(charge.run_id);
+  const bool is_check = run != nullptr && run->purpose == RunPurpose::kCheck;
+  if (run != nullptr) run->charged = true;
   state.uncharged_run_ids.erase(charge.run_id);
   if (charge.account == Account::kInfra) {
     state.infra_gpu_hours += gpu_hours;
@@ -36,7 +36,7 @@ void refresh_derived(Budget& state) {
   // linear in the number of events.
   double in_flight = 0.0;
   for (RunId run_id : state.uncharged_run_ids)
-    in_flight += state.runs.at(run_id).expected_gpu_hours;
+    in_flight += state.runs.find(run_id)->expected_gpu_hours;
   state.in_flight_gpu_hours = in_flight;
   const double budget = non_negative(state.budget_gpu_hours);
   state.remaining_gpu_hours = non_negative(budget - state.reserve_gpu_hours -
@@ -65,11 +65,8 @@ void evolve(Budget& state, const Envelope& event) {
           state.steps_per_run = body.steps_per_run;
           state.budget_gpu_hours = non_negative(body.budget_gpu_hours);
         } else if constexpr (std::is_same_v<T, LaunchAdmitted>) {
-          const bool added =
-              state.runs
-                  .emplace(body.run_id,
-                           BudgetRun{body.purpose, non_negative(body.expected_gpu_hours), false})
-                  .second;
+          const bool added = state.runs.emplace(
+              body.run_id, BudgetRun{body.purpose, non_negative(body.expected_gpu_hours), false});
           if (added) state.uncharged_run_ids.insert(body.run_id);
         } else if constexpr (std::is_same_v<T, Charged>) {
           add_charge(state, body);

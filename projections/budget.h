@@ -17,6 +17,7 @@
 #include <set>
 
 #include "events/event.h"
+#include "projections/id_map.h"
 
 namespace attune {
 
@@ -57,7 +58,7 @@ struct Budget {
   double reserve_left_gpu_hours = 0.0;  // max(0, reserve - checks)
   double overshoot_gpu_hours = 0.0;     // max(0, tuner + checks - budget)
 
-  std::map<RunId, BudgetRun> runs;    // admitted runs
+  IdMap<BudgetRun> runs;              // admitted runs
   std::set<RunId> uncharged_run_ids;  // admitted runs without a charge yet
 
   friend bool operator==(const Budget&, const Budget&) = default;

@@ -1,5 +1,7 @@
 #include "projections/campaign_view.h"
 
+#include <utility>
+
 namespace attune {
 
 CampaignView initial_view() {
@@ -13,7 +15,10 @@ CampaignView initial_view() {
   return view;
 }
 
-void evolve(CampaignView& view, const Envelope& event) {
+namespace {
+
+// Every projection but the ledger table, in dependency order.
+void evolve_all_but_ledger(CampaignView& view, const Envelope& event) {
   if (view.event_count == 0) view.campaign_id = event.campaign_id;
   if (const auto* opened = std::get_if<CampaignOpened>(&event.body); opened && !view.opened) {
     view.opened = true;
@@ -26,8 +31,19 @@ void evolve(CampaignView& view, const Envelope& event) {
   evolve(view.leader, event, view.baseline_band);
   evolve(view.budget, event);
   evolve(view.stop, event);
-  evolve(view.ledger, event, view.leader);
   evolve(view.audit, event);
+}
+
+}  // namespace
+
+void evolve(CampaignView& view, const Envelope& event) {
+  evolve_all_but_ledger(view, event);
+  evolve(view.ledger, event, view.leader);
+}
+
+void evolve(CampaignView& view, Envelope&& event) {
+  evolve_all_but_ledger(view, event);
+  evolve(view.ledger, std::move(event), view.leader);  // last: it takes what it keeps
 }
 
 CampaignView fold(std::span<const Envelope> events) {

@@ -44,6 +44,9 @@ CampaignView initial_view();
 
 // Applies one event to the view, in place.
 void evolve(CampaignView& view, const Envelope& event);
+// The same, moving what it keeps out of `event` (a replay's events are not read again); `event`
+// is left valid but unspecified.
+void evolve(CampaignView& view, Envelope&& event);
 
 // initial_view(), then evolve with every event in order.
 CampaignView fold(std::span<const Envelope> events);

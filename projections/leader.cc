@@ -34,20 +34,22 @@ void judge(Leader& state, const CalibrationSample& measured, const BaselineBand&
   }
   verdict.leader_after = state.run_id;
   state.verdicts[measured.run_id] = verdict;
+  state.decided_by_last_event.push_back(measured.run_id);
 }
 
 void record_unjudged(Leader& state, RunId run_id, Verdict verdict, double tokens_per_s_per_gpu,
                      const BaselineBand& band, std::uint64_t sequence) {
   state.verdicts[run_id] = RunVerdict{run_id,       verdict,      tokens_per_s_per_gpu, 0.0,
                                       state.run_id, state.run_id, band.band_fraction,   sequence};
+  state.decided_by_last_event.push_back(run_id);
 }
 
 // Returns the run's purpose when the run was admitted and this is its first outcome.
 const RunPurpose* first_outcome(Leader& state, RunId run_id) {
-  const auto it = state.purposes.find(run_id);
-  if (it == state.purposes.end()) return nullptr;
-  if (!state.concluded_run_ids.insert(run_id).second) return nullptr;
-  return &it->second;
+  const RunPurpose* purpose = state.purposes.find(run_id);
+  if (purpose == nullptr) return nullptr;
+  if (!state.concluded_run_ids.insert(run_id)) return nullptr;
+  return purpose;
 }
 
 }  // namespace
@@ -58,6 +60,7 @@ void evolve(Leader& state, const Envelope& event, const BaselineBand& band) {
   // The baseline leads at the baseline mean, which moves while calibration is live and is
   // replaced when the band is set; set it before any judging against it.
   if (state.run_id == 0) state.tokens_per_s_per_gpu = band.mean_tokens_per_s_per_gpu;
+  state.decided_by_last_event.clear();
   std::visit(
       [&](const auto& body) {
         using T = std::decay_t<decltype(body)>;

@@ -15,6 +15,8 @@
 
 #include "events/event.h"
 #include "projections/baseline_band.h"
+#include "projections/id_map.h"
+#include "projections/id_set.h"
 
 namespace attune {
 
@@ -51,9 +53,12 @@ struct Leader {
 
   // Bookkeeping: admitted runs' purposes, runs whose outcome counted, and the search/retry
   // measurements waiting for the band.
-  std::map<RunId, RunPurpose> purposes;
-  std::set<RunId> concluded_run_ids;
+  IdMap<RunPurpose> purposes;
+  IdSet concluded_run_ids;
   std::vector<CalibrationSample> awaiting_band;
+  // The runs whose verdict the last event decided (the band judges many at once), so that
+  // readers copy only what changed.
+  std::vector<RunId> decided_by_last_event;
 
   friend bool operator==(const Leader&, const Leader&) = default;
 };

@@ -74,8 +74,10 @@ struct RefusedProposal {
 
 struct LedgerTable {
   std::map<RunId, LedgerRow> rows;
-  std::vector<RefusedProposal> refused;               // in event order
-  std::map<ProposalId, CandidateProposed> proposals;  // every proposal, by id (first wins)
+  std::vector<RefusedProposal> refused;  // in event order
+  // Proposals not yet admitted or refused, by id (first wins). An admitted proposal moves into
+  // its row; a refused one leaves its diff summary in `refused`.
+  std::map<ProposalId, CandidateProposed> pending;
 
   friend bool operator==(const LedgerTable&, const LedgerTable&) = default;
 };
@@ -84,6 +86,9 @@ LedgerTable initial_ledger_table();
 
 // Applies one event. `leader` is the Leader projection after this same event.
 void evolve(LedgerTable& state, const Envelope& event, const Leader& leader);
+// The same, taking a proposal's contents instead of copying them (a replay's events are not read
+// again); `event` is left valid but unspecified.
+void evolve(LedgerTable& state, Envelope&& event, const Leader& leader);
 
 // "--tensor-model-parallel-size 2→1; --recompute-granularity (none)→full"; "baseline" for an
 // empty diff. An absent side reads "(none)", a present flag without a value "(set)".

@@ -12,6 +12,7 @@
 
 #include "adapters/model/hardware_spec.h"
 #include "adapters/model/model_spec.h"
+#include "adapters/model/workload.h"
 #include "events/recipe.h"
 #include "events/result.h"
 
@@ -29,5 +30,9 @@ Result<HardwareSpec> load_hardware(std::string_view name_or_path);
 Result<Recipe> load_recipe_preset(std::string_view name);
 // Its text as written, comments included.
 Result<std::string> recipe_preset_text(std::string_view name);
+
+// The workload from preset names or TOML paths (presets.h), checked for positive sizes.
+Result<Workload> load_workload(std::string_view model, std::string_view gpu, int gpus,
+                               int seq_length, int global_batch_size, Precision precision);
 
 }  // namespace attune::sim

@@ -18,28 +18,6 @@ std::int64_t at_ns(std::int64_t start_unix_ns, double seconds) {
 
 }  // namespace
 
-Result<Workload> load_workload(std::string_view model, std::string_view gpu, int gpus,
-                               int seq_length, int global_batch_size, Precision precision) {
-  Result<ModelSpec> model_spec = load_model(model);
-  if (!model_spec.ok()) return make_error(model_spec.error());
-  Result<HardwareSpec> hardware = load_hardware(gpu);
-  if (!hardware.ok()) return make_error(hardware.error());
-  if (gpus <= 0) return make_error("--gpus must be positive, found " + std::to_string(gpus));
-  if (seq_length <= 0)
-    return make_error("--seq must be positive, found " + std::to_string(seq_length));
-  if (global_batch_size <= 0) {
-    return make_error("--gbs must be positive, found " + std::to_string(global_batch_size));
-  }
-  Workload workload;
-  workload.model = std::move(model_spec).value();
-  workload.hardware = std::move(hardware).value();
-  workload.gpus = gpus;
-  workload.seq_length = seq_length;
-  workload.global_batch_size = global_batch_size;
-  workload.precision = precision;
-  return workload;
-}
-
 SimJob::SimJob(const World& world, const Recipe& recipe, const SimJobRun& spec)
     : world_(world),
       recipe_(recipe),

@@ -29,10 +29,6 @@ namespace attune::sim {
 constexpr std::int64_t kVirtualStartUnixNs = 1'787'410'800'000'000'000;
 constexpr int kJobExitFailure = 1;  // what torchrun (or srun) returns when a worker failed
 
-// The workload from preset names or TOML paths (presets.h), checked for positive sizes.
-Result<Workload> load_workload(std::string_view model, std::string_view gpu, int gpus,
-                               int seq_length, int global_batch_size, Precision precision);
-
 struct SimJobRun {
   std::uint32_t steps = 14;
   std::uint64_t run_seed = 0;

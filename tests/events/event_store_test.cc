@@ -283,6 +283,14 @@ TEST_F(ChainTamper, DetectsAFieldChangeEvenWhenTheEventsOwnHashIsRecomputed) {
   }
 }
 
+TEST_F(ChainTamper, DetectsTrailingWordsAfterAnyEvent) {
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    std::vector<RawRecord> tampered = records_;
+    tampered[i].bytes += std::string(8, '\0');
+    EXPECT_TRUE(detected(tampered)) << "event " << i + 1;
+  }
+}
+
 TEST_F(ChainTamper, DetectsEveryRemoval) {
   for (std::size_t i = 0; i < records_.size(); ++i) {
     std::vector<RawRecord> tampered = records_;

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "adapters/model/performance_model.h"
+#include "adapters/model/presets.h"
 #include "adapters/model/sweep.h"
 #include "adapters/world/sim_job.h"
 #include "adapters/world/world.h"

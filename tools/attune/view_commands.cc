@@ -46,7 +46,8 @@ Result<LoadedCampaign> load(const ViewOptions& options) {
 
 Result<CampaignView> fold_campaign(const EventStore& store, const std::string& campaign_id) {
   CampaignView view = initial_view();
-  Status status = store.for_each(campaign_id, [&](const Envelope& event) { evolve(view, event); });
+  Status status =
+      store.for_each(campaign_id, [&](Envelope&& event) { evolve(view, std::move(event)); });
   if (!status.ok()) return make_error(status.error());
   return view;
 }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/model/presets.h"
 #include "adapters/world/loss_model.h"
 #include "adapters/world/sim_job.h"
 #include "adapters/world/world.h"

@@ -272,7 +272,11 @@ std::string kineto_microseconds(std::int64_t ns) {
       negative ? ~static_cast<std::uint64_t>(ns) + 1 : static_cast<std::uint64_t>(ns);
   char fraction[4];
   std::snprintf(fraction, sizeof fraction, "%03u", static_cast<unsigned>(magnitude % 1000));
-  return (negative ? "-" : "") + std::to_string(magnitude / 1000) + "." + fraction;
+  std::string out = negative ? "-" : "";
+  out += std::to_string(magnitude / 1000);
+  out += '.';
+  out += fraction;
+  return out;
 }
 
 std::string kineto_trace_json(const TraceRecords& records) {

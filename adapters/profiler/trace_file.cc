@@ -812,6 +812,10 @@ Result<RankTrace> parse_trace_text(std::string_view json_text, const std::string
 }
 
 Result<RankTrace> parse_trace_bytes(std::string_view bytes, const std::string& label) {
+  if (bytes.size() > kJsonBytesMax) {
+    return make_error(label + ": " + std::to_string(bytes.size()) +
+                      " bytes, more than a trace may hold");
+  }
   PaddedBuffer buffer;
   buffer.reserve(bytes.size() + 1);
   if (!bytes.empty()) std::memcpy(buffer.bytes.get(), bytes.data(), bytes.size());

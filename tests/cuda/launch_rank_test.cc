@@ -20,7 +20,8 @@ TEST(LaunchRank, ReadsTheLaunchersVariablesInOrder) {
   EXPECT_TRUE(launch.from_environment);
   EXPECT_EQ(launch.rank, 5);
   EXPECT_EQ(launch.world_size, 16);
-  env["RANK"] = "2";  // torchrun's wins; a missing WORLD_SIZE becomes rank + 1
+  // torchrun's wins; a missing WORLD_SIZE becomes rank + 1
+  env = {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"}, {"RANK", "2"}};
   launch = launch_rank(lookup);
   EXPECT_EQ(launch.rank, 2);
   EXPECT_EQ(launch.world_size, 3);

@@ -329,10 +329,17 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
       "pipeline-model-parallel-size=2",      "tp-comm-overlap",
       "overlap-param-gather=false",          "moe-permute-fusion",
       "cross-entropy-loss-fusion=false",     "!recompute-granularity"};
+  // Built by appending: GCC 12 warns falsely at -O3 (-Wrestrict) on "p" + std::to_string(i).
+  const auto reply_file = [this](std::size_t i) {
+    std::string name(1, 'p');
+    name += std::to_string(i);
+    return root_ / name;
+  };
   for (std::size_t i = 0; i < levers.size(); ++i) {
-    parallel += "(ATTUNE_SOCKET=" + socket_ + " " + attune() + " propose --diff '" + levers[i] +
-                "' --hypothesis 'red team: parallel' --json > " +
-                (root_ / ("p" + std::to_string(i))).string() + " 2>&1) & ";
+    parallel += "(ATTUNE_SOCKET=";
+    parallel += socket_ + " " + attune() + " propose --diff '" + levers[i] +
+                "' --hypothesis 'red team: parallel' --json > " + reply_file(i).string() +
+                " 2>&1) & ";
   }
   run_shell(parallel + "wait");
   // Each reply: admitted, refused (recorded), or the search already over. Once the budget is
@@ -342,7 +349,7 @@ TEST_F(AgentCampaign, RedTeamAttemptsAreRefusedAndRecorded) {
   int parallel_refused = 0;
   std::size_t parallel_unrecorded = 0;  // proposals that never reached decide()
   for (std::size_t i = 0; i < levers.size(); ++i) {
-    std::ifstream in(root_ / ("p" + std::to_string(i)));
+    std::ifstream in(reply_file(i));
     std::stringstream text;
     text << in.rdbuf();
     const json reply = json::parse(text.str(), nullptr, false);

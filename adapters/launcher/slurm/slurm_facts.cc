@@ -209,6 +209,14 @@ std::vector<SlurmJobFacts> parse_sacct_text(std::string_view text) {
 }
 
 Result<std::vector<std::string>> expand_hostlist(std::string_view list) {
+  // "'<list>': <what>", appended: GCC 12 warns falsely (-Wrestrict) on "'" + std::string.
+  const auto error = [&list](std::string_view what) {
+    std::string out(1, '\'');
+    out += list;
+    out += "': ";
+    out += what;
+    return make_error(std::move(out));
+  };
   std::vector<std::string> names;
   std::size_t start = 0;
   int depth = 0;
@@ -216,15 +224,15 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view list) {
     const char c = at < list.size() ? list[at] : ',';
     if (c == '[') ++depth;
     if (c == ']') --depth;
-    if (depth < 0) return make_error("'" + std::string(list) + "': unbalanced ']'");
+    if (depth < 0) return error("unbalanced ']'");
     if (c != ',' || depth != 0) continue;
     const std::string_view name = list.substr(start, at - start);
     start = at + 1;
     if (name.empty()) continue;
     Status expanded = expand_one(name, names);
-    if (!expanded.ok()) return make_error("'" + std::string(list) + "': " + expanded.error());
+    if (!expanded.ok()) return error(expanded.error());
   }
-  if (depth != 0) return make_error("'" + std::string(list) + "': unbalanced '['");
+  if (depth != 0) return error("unbalanced '['");
   return names;
 }
 

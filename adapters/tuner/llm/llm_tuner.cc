@@ -24,7 +24,11 @@ std::string cut(const std::string& text, std::size_t bytes_max) {
   return text.substr(0, end);
 }
 
-std::string usd(double value) { return "$" + format_fixed(value, 4); }
+std::string usd(double value) {
+  std::string out = "$";  // appended: GCC 12 warns falsely (-Wrestrict) on "$" + std::string
+  out += format_fixed(value, 4);
+  return out;
+}
 
 std::size_t conversation_bytes(const std::vector<Message>& conversation) {
   std::size_t bytes = 0;

@@ -20,8 +20,11 @@ constexpr std::uint32_t kGpusMax = 1u << 20;
 constexpr std::uint32_t kStepsPerRunMax = 100000;
 constexpr std::uint32_t kConcurrencyMax = 256;
 
+// Campaign files, recipes and policies are small: a bigger file is refused before it is read.
+constexpr std::size_t kCampaignInputBytesMax = std::size_t{1} << 20;
+
 Result<std::string> read_file(const std::string& path, const std::string& what) {
-  Result<std::string> text = read_text_file(path);
+  Result<std::string> text = read_text_file(path, kCampaignInputBytesMax);
   if (!text.ok()) return make_error(text.error() + " (" + what + ")");
   return text;
 }
@@ -88,6 +91,15 @@ class TableReader {
     return std::nullopt;
   }
 
+  std::optional<Error> flag(std::string_view key, bool& out) {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    auto value = node->value_exact<bool>();
+    if (!value) return wrong(*node, key, "true or false", toml_type_name(*node));
+    out = *value;
+    return std::nullopt;
+  }
+
   std::optional<Error> texts(std::string_view key, std::vector<std::string>& out) {
     const toml::node* node = find(key);
     if (!node) return std::nullopt;
@@ -100,6 +112,21 @@ class TableReader {
         return wrong(item, key, "an array of non-empty strings", toml_type_name(item));
       }
       out.push_back(*value);
+    }
+    return std::nullopt;
+  }
+
+  // A table of strings, e.g. script_env = { DATA = "/data", NNODES = "2" }.
+  std::optional<Error> text_table(std::string_view key, std::map<std::string, std::string>& out) {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    const toml::table* table = node->as_table();
+    if (!table) return wrong(*node, key, "a table of strings", toml_type_name(*node));
+    out.clear();
+    for (const auto& [name, item] : *table) {
+      auto value = item.value<std::string>();
+      if (!value) return wrong(item, key, "string values", toml_type_name(item));
+      out[std::string(name.str())] = *value;
     }
     return std::nullopt;
   }
@@ -237,12 +264,24 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   const toml::table* baseline = nullptr;
   ATTUNE_TRY(section("baseline", true, baseline));
   TableReader b(baseline, path, "baseline", 1);
-  ATTUNE_TRY(b.unknown_keys({"recipe", "recipe_file"}));
-  if (b.present("recipe") == b.present("recipe_file")) {
+  ATTUNE_TRY(b.unknown_keys({"recipe", "recipe_file", "script", "script_args", "script_env",
+                             "script_cwd", "script_timeout_seconds", "allow_unsandboxed"}));
+  const int given = (b.present("recipe") ? 1 : 0) + (b.present("recipe_file") ? 1 : 0) +
+                    (b.present("script") ? 1 : 0);
+  if (given != 1) {
     return make_error(path + ":" + std::to_string(baseline->source().begin.line) +
-                      ": [baseline]: expected exactly one of recipe or recipe_file");
+                      ": [baseline]: expected exactly one of recipe, recipe_file or script");
   }
-  if (b.present("recipe")) {
+  if (b.present("script")) {
+    ATTUNE_TRY(b.text("script", spec.script.path, true));
+    spec.script.path = resolve_relative(path, spec.script.path);
+    ATTUNE_TRY(b.texts("script_args", spec.script.args));
+    ATTUNE_TRY(b.text_table("script_env", spec.script.env));
+    ATTUNE_TRY(b.text("script_cwd", spec.script.cwd, false));
+    ATTUNE_TRY(b.fraction("script_timeout_seconds", spec.script.timeout_seconds, 1.0, 600.0));
+    ATTUNE_TRY(b.flag("allow_unsandboxed", spec.script.allow_unsandboxed));
+    spec.baseline_source = spec.script.path;
+  } else if (b.present("recipe")) {
     std::string recipe_text;
     ATTUNE_TRY(b.text("recipe", recipe_text, true));
     const int first_line = b.find("recipe")->source().begin.line;
@@ -251,6 +290,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     if (!recipe.ok()) return make_error(recipe.error());
     spec.baseline = std::move(recipe).value();
     spec.baseline_source = "inline";
+    spec.baseline_shape.order = recipe_order(recipe_text);
   } else {
     std::string recipe_path;
     ATTUNE_TRY(b.text("recipe_file", recipe_path, true));
@@ -261,6 +301,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     if (!recipe.ok()) return make_error(recipe.error());
     spec.baseline = std::move(recipe).value();
     spec.baseline_source = recipe_path;
+    spec.baseline_shape.order = recipe_order(recipe_text.value());
   }
 
   const toml::table* policy = nullptr;
@@ -333,6 +374,11 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   TableReader t(tuner, path, "tuner", 1);
   ATTUNE_TRY(t.text("name", spec.tuner, false));
   ATTUNE_TRY(t.text("learned_rules", spec.learned_rules_path, false));
+  // The LLM tuner reads (and checks) its own keys; the others take none.
+  ATTUNE_TRY(t.flag("simulated_rules", spec.simulated_rules));
+  if (spec.tuner != "llm") {
+    ATTUNE_TRY(t.unknown_keys({"name", "learned_rules", "simulated_rules"}));
+  }
   if (!spec.learned_rules_path.empty() && spec.learned_rules_path != "none") {
     spec.learned_rules_path = resolve_relative(path, spec.learned_rules_path);
   }

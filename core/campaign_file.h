@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/runnable_recipe.h"
 #include "events/event.h"
 #include "events/recipe.h"
 #include "events/result.h"
@@ -31,6 +33,17 @@ struct CampaignSpec {
 
   Recipe baseline;
   std::string baseline_source;  // "inline" or the recipe file's path
+  ScriptShape baseline_shape;   // the launcher and the order the baseline was given in
+  // [baseline] script: a launch script that bash runs in a sandbox to find the training program's
+  // arguments (the command line resolves it into `baseline`; until then the recipe is empty).
+  struct Script {
+    std::string path;  // empty: the baseline is a recipe or recipe_file
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string cwd;  // the folder it runs in; empty: its own
+    double timeout_seconds = 20;
+    bool allow_unsandboxed = false;  // consent to run it without a sandbox where none can be made
+  } script;
 
   std::string policy_name = "default";
   std::string policy_path;   // empty for the built-in default policy
@@ -77,6 +90,9 @@ struct CampaignSpec {
   // the per-user default ($XDG_DATA_HOME or ~/.local/share, then attune/learned_rules.jsonl);
   // "none": neither read nor written.
   std::string learned_rules_path;
+  // [tuner] simulated_rules: a campaign on a real cluster also reads the rules learned in the
+  // simulated world (by default it does not).
+  bool simulated_rules = false;
 
   std::uint64_t seed = 1;
   std::uint64_t reality_seed = 0;

@@ -34,6 +34,8 @@ inline constexpr double kAutoBudgetLaunches = 30.0;
 inline constexpr double kAutoBudgetRoundingGpuHours = 10.0;
 // A calibration may need more launches than runs when some fail; it gives up beyond this.
 inline constexpr std::uint32_t kCalibrationLaunchesPerRunMax = 3;
+// Calibration stops once this many baseline launches failed the same way, none measured.
+inline constexpr std::uint32_t kCalibrationSameFailuresStop = 3;
 
 // What decide() needs besides the state, all of it fixed for the campaign: the gate's policy
 // (its hash recorded in CampaignOpened), the baseline recipe, the lever groups that count the

@@ -46,6 +46,10 @@ struct JobReport {
   std::string log_path;            // kFinished
   std::string cancel_reason;       // kFinished after cancel(): "hang", "early-abort", ...
   std::vector<std::string> trace_paths;  // kFinished, profiled runs
+  // kFinished: the launcher's own I/O failed (a log or script it could not write, a full disk),
+  // so nothing is known of the run's recipe. The runtime records nothing and stops; a resume
+  // takes the run up again.
+  std::string launcher_error;
 };
 
 class Launcher {

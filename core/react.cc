@@ -44,6 +44,31 @@ bool any_refused(std::span<const Envelope> news) {
 
 // ---- Calibrating -------------------------------------------------------------------------------
 
+// The first calibration launches all failed the same way (every one out of memory, say): the
+// baseline does not work here, and the rest of the calibration would only spend more.
+std::optional<Reaction> stop_on_repeated_failure(const ControlState& state,
+                                                 std::uint32_t measured) {
+  if (measured != 0) return std::nullopt;
+  std::uint32_t failed = 0;
+  std::optional<FailureClass> same;
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kCalibration || !run.failed ||
+        run.failed->failure_class == FailureClass::kInfra) {
+      continue;
+    }
+    if (same && *same != run.failed->failure_class) return std::nullopt;
+    same = run.failed->failure_class;
+    ++failed;
+  }
+  if (failed < kCalibrationSameFailuresStop) return std::nullopt;
+  StopRecorded stop;
+  stop.reason = StopReason::kOperator;
+  stop.evidence = "calibration stopped: the first " + std::to_string(failed) +
+                  " baseline launches all failed (" + to_string(*same) +
+                  "); the baseline does not run here";
+  return Command(RecordStop{stop});
+}
+
 std::optional<Reaction> calibrate(const ControlState& state, std::span<const Envelope> news,
                                   const ReactContext& context) {
   const CampaignOpened& settings = state.view.settings;
@@ -57,6 +82,7 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   const std::uint32_t measured = calibration_runs_measured(state);
   const std::uint32_t in_flight = calibration_runs_in_flight(state);
   if (measured + in_flight >= settings.calibration_runs) return std::nullopt;
+  if (std::optional<Reaction> stop = stop_on_repeated_failure(state, measured)) return stop;
   if (launched >= settings.calibration_runs * kCalibrationLaunchesPerRunMax) {
     if (in_flight != 0) return std::nullopt;
     StopRecorded stop;

@@ -266,6 +266,12 @@ struct CampaignRuntime::Impl {
         if (run->started) return {};
         return apply(ReportStarted{report.run_id, report.at_unix_ns, report.nodes}, actor);
       case JobReport::Kind::kFinished:
+        if (!report.launcher_error.empty()) {
+          set_fatal("run " + std::to_string(report.run_id) + ": " + report.launcher_error +
+                    "; nothing was recorded of the run: free the space or fix the cause, then "
+                    "continue with attune campaign resume");
+          return {};
+        }
         return finish(report);
     }
     return {};

@@ -20,7 +20,15 @@
 namespace attune {
 namespace {
 
-constexpr std::string_view kHashAlgorithm = "sha256";
+// The hash algorithm an envelope names: plain SHA-256, or HMAC-SHA256 under the named key.
+constexpr std::string_view kPlainHashAlgorithm = "sha256";
+constexpr std::string_view kKeyedHashAlgorithmPrefix = "hmac-sha256:";
+constexpr std::size_t kKeyIdHexDigits = 16;
+
+std::string hash_algorithm_of(const std::string& key_id) {
+  return key_id.empty() ? std::string(kPlainHashAlgorithm)
+                        : std::string(kKeyedHashAlgorithmPrefix) + key_id;
+}
 
 // The Body variant and the schema's body union list the same 18 types; a body added to one without
 // the other must not compile.
@@ -980,11 +988,18 @@ Body read_body(wire::Envelope::Body::Reader in, Problems& problems) {
 
 Result<Envelope> read_envelope(wire::Envelope::Reader in) {
   Problems problems;
-  if (read_text(in.getHashAlgorithm()) != kHashAlgorithm) {
-    problems.add("hash_algorithm: \"" + read_text(in.getHashAlgorithm()) + "\", expected \"" +
-                 std::string(kHashAlgorithm) + "\"");
-  }
   Envelope envelope;
+  const std::string algorithm = read_text(in.getHashAlgorithm());
+  if (algorithm.starts_with(kKeyedHashAlgorithmPrefix)) {
+    envelope.key_id = algorithm.substr(kKeyedHashAlgorithmPrefix.size());
+    if (envelope.key_id.size() != kKeyIdHexDigits ||
+        envelope.key_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      problems.add("hash_algorithm: \"" + algorithm + "\" names no key id (16 hex digits)");
+    }
+  } else if (algorithm != kPlainHashAlgorithm) {
+    problems.add("hash_algorithm: \"" + algorithm +
+                 "\", expected \"sha256\" or \"hmac-sha256:ID\"");
+  }
   envelope.sequence = in.getSequence();
   envelope.campaign_id = read_text(in.getCampaignId());
   envelope.recorded_at_unix_ns = in.getRecordedAtUnixNs();
@@ -1005,7 +1020,8 @@ std::string encode_envelope(const Envelope& envelope, bool include_hash) {
   out.setCampaignId(as_text(envelope.campaign_id));
   out.setRecordedAtUnixNs(envelope.recorded_at_unix_ns);
   out.setActor(as_text(envelope.actor));
-  out.setHashAlgorithm(capnp::Text::Reader(kHashAlgorithm.data(), kHashAlgorithm.size()));
+  const std::string algorithm = hash_algorithm_of(envelope.key_id);
+  out.setHashAlgorithm(capnp::Text::Reader(algorithm.data(), algorithm.size()));
   out.setPrevHash(as_data(envelope.prev_hash));
   if (include_hash) out.setHash(as_data(envelope.hash));
   std::visit([&](const auto& body) { write(body, out.initBody()); }, envelope.body);
@@ -1038,11 +1054,13 @@ Result<Envelope> decode_envelope(std::string_view bytes) {
   }
 }
 
-Digest chain_hash(const Envelope& envelope) {
+Digest chain_hash(const Envelope& envelope, const LedgerKey* key) {
+  ATTUNE_ASSERT(envelope.key_id.empty() || (key != nullptr && key->id == envelope.key_id),
+                "a keyed event is hashed with the key it names");
   const std::string covered = encode_envelope(envelope, false);
   const std::span<const std::uint8_t> parts[] = {
       envelope.prev_hash, {reinterpret_cast<const std::uint8_t*>(covered.data()), covered.size()}};
-  return sha256(parts);
+  return envelope.key_id.empty() ? sha256(parts) : hmac_sha256(key->secret, parts);
 }
 
 }  // namespace attune

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "events/event.h"
+#include "events/ledger_key.h"
 #include "events/result.h"
 #include "events/sha256.h"
 
@@ -31,8 +32,10 @@ std::string encode_envelope(const Envelope& envelope, bool include_hash);
 // verify_records, which re-encodes every event and compares.
 Result<Envelope> decode_envelope(std::string_view bytes);
 
-// SHA-256(envelope.prev_hash || encode_envelope(envelope, false)): the value the envelope's `hash`
-// must hold. envelope.hash itself does not enter the digest.
-Digest chain_hash(const Envelope& envelope);
+// The value the envelope's `hash` must hold: HMAC-SHA256(key, envelope.prev_hash ||
+// encode_envelope(envelope, false)) for a keyed event, SHA-256 of the same bytes for an unkeyed
+// one. envelope.hash itself does not enter the digest; the key id does (it is in the bytes).
+// REQUIRES: `key` is the key the envelope names, when it names one.
+Digest chain_hash(const Envelope& envelope, const LedgerKey* key);
 
 }  // namespace attune

@@ -375,8 +375,12 @@ struct Envelope {
   std::string campaign_id;
   std::int64_t recorded_at_unix_ns = 0;
   std::string actor;
+  // The ledger key that chains it (events/ledger_key.h); empty for an unkeyed ledger's event.
+  std::string key_id;
   Digest prev_hash{};  // all zero for the first event
-  Digest hash{};       // SHA-256(prev_hash || canonical bytes of this envelope without hash)
+  // HMAC-SHA256(key, prev_hash || canonical bytes of this envelope without hash); plain SHA-256
+  // of the same bytes when key_id is empty.
+  Digest hash{};
   Body body;
 
   friend bool operator==(const Envelope&, const Envelope&) = default;

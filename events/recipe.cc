@@ -24,6 +24,7 @@ struct Word {
   bool quoted = false;           // some character came from quotes or a backslash escape
   std::size_t plain_prefix = 0;  // leading characters of text that were neither quoted nor escaped
   bool ends_command = false;     // a newline or ';' follows: a shell command ends here
+  bool semicolon = false;        // the command ends with ';'
 };
 
 struct Failure {
@@ -80,6 +81,7 @@ std::optional<Failure> split_words(std::string_view text, Comments comments,
       ++i;
     } else if (c == ';') {
       end_command();
+      if (!words.empty()) words.back().semicolon = true;
       ++i;
     } else if (c == ' ' || c == '\t' || c == '\r') {
       end_word();
@@ -197,9 +199,17 @@ std::optional<std::string> canonical_int(std::string_view text) {
     text.remove_prefix(1);
   }
   if (text.empty()) return std::nullopt;
-  for (const char c : text) {
+  // Python's int() takes single underscores between digits ("9_765_625"), as argparse does.
+  std::string digits;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '_' && i > 0 && i + 1 < text.size() && text[i - 1] != '_' && text[i + 1] != '_') {
+      continue;
+    }
     if (c < '0' || c > '9') return std::nullopt;
+    digits += c;
   }
+  text = digits;
   while (text.size() > 1 && text[0] == '0') text.remove_prefix(1);
   if (text == "0") return "0";
   return (negative ? "-" : "") + std::string(text);
@@ -336,9 +346,19 @@ std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recip
   // Keyed by the setting (canonical spelling), so aliases and --x/--no-x count as one.
   std::map<std::string, FirstSeen> seen;
   std::size_t i = 0;
+  for (const Word& word : words) {
+    if (word.text.find('\n') != std::string::npos) {
+      return Failure{word.line, "a quoted word spans lines; a recipe's values are one line each"};
+    }
+  }
+  // A word after ';' begins another command: never a flag's value.
+  const auto after_semicolon = [&](std::size_t at) { return at > 0 && words[at - 1].semicolon; };
   while (i < words.size()) {
     const Word& word = words[i];
     const std::string& text = word.text;
+    if (section != Section::kEnv && after_semicolon(i)) {
+      return Failure{word.line, "a second command after ';'; a recipe is one command"};
+    }
     if (section == Section::kEnv) {
       if (!in_export && !word.quoted && text == "export") {
         if (word.ends_command) return Failure{word.line, "export expects NAME=VALUE"};
@@ -402,8 +422,11 @@ std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recip
         return Failure{word.line, status.error()};
       }
     } else if (info == nullptr || info->takes_value) {
-      const bool many = info != nullptr && info->multi_value;
-      while (i < words.size() && !is_flag_word(words[i].text) && (many || texts.empty())) {
+      // A flag missing from the catalog takes every word up to the next flag, as a launch
+      // script passed them (a fork's nargs flag, e.g. --step-batch-size-schedule 0:16 2.4B:320).
+      const bool many = info == nullptr || info->multi_value;
+      while (i < words.size() && !is_flag_word(words[i].text) && !after_semicolon(i) &&
+             (many || texts.empty())) {
         texts.push_back(words[i].text);
         lines.push_back(words[i].line);
         ++i;
@@ -411,12 +434,12 @@ std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recip
     }
 
     if (info == nullptr) {
-      recipe.flags[spelling] = texts.empty() ? std::string() : texts.front();
+      recipe.flags[spelling] = join_words(texts);
     } else if (!info->takes_value) {
       if (attached) {
         return Failure{word.line, spelling + " takes no value, found '" + texts.front() + "'"};
       }
-      if (i < words.size() && !is_flag_word(words[i].text)) {
+      if (i < words.size() && !is_flag_word(words[i].text) && !after_semicolon(i)) {
         return Failure{words[i].line, spelling + " takes no value, found '" + words[i].text + "'"};
       }
       recipe.flags[negated ? info->negation : info->canonical] = "";
@@ -484,22 +507,47 @@ Result<Recipe> parse_recipe(std::string_view text, std::string_view source_name)
   return recipe;
 }
 
-std::string canonical_text(const Recipe& recipe) {
+RecipeOrder recipe_order(std::string_view text) {
+  RecipeOrder order;
+  std::vector<Word> words;
+  if (!parse_recipe(text, "").ok() || split_words(text, Comments::kAllowed, words)) return order;
   const ArgCatalog& catalog = ArgCatalog::megatron();
+  bool flags_started = false;
+  for (const Word& word : words) {
+    if (is_flag_word(word.text)) {
+      flags_started = true;
+      const std::string spelling = word.text.substr(0, word.text.find('='));
+      bool negated = false;
+      const ArgInfo* info = catalog.find(spelling, &negated);
+      order.flags.push_back(info == nullptr ? spelling
+                                            : (negated ? info->negation : info->canonical));
+    } else if (const std::optional<std::size_t> equals = assignment_equals(word);
+               equals && !flags_started) {
+      order.env.push_back(word.text.substr(0, *equals));
+    }
+  }
+  return order;
+}
+
+std::string shell_quote(std::string_view word) { return quote_word(word); }
+
+std::string flag_text(const std::string& flag, const std::string& value) {
+  std::string text = flag;
+  const ArgInfo* info = ArgCatalog::megatron().find(flag);
+  if (info == nullptr || info->multi_value) {
+    // Already a list of shell words (a flag missing from the catalog keeps its words so too).
+    if (!value.empty()) text += " " + value;
+  } else if (info->takes_value) {
+    text += " " + quote_word(value);
+  }
+  return text;
+}
+
+std::string canonical_text(const Recipe& recipe) {
   std::string text;
   for (const auto& [name, value] : recipe.env) text += name + "=" + quote_word(value) + "\n";
   if (!recipe.command.empty()) text += recipe.command + "\n";
-  for (const auto& [flag, value] : recipe.flags) {
-    text += flag;
-    const ArgInfo* info = catalog.find(flag);
-    if (info != nullptr && info->multi_value) {
-      // Already a list of shell words.
-      if (!value.empty()) text += " " + value;
-    } else if (info != nullptr ? info->takes_value : !value.empty()) {
-      text += " " + quote_word(value);
-    }
-    text += "\n";
-  }
+  for (const auto& [flag, value] : recipe.flags) text += flag_text(flag, value) + "\n";
   return text;
 }
 
@@ -517,14 +565,29 @@ std::vector<SettingChange> diff_recipes(const Recipe& baseline, const Recipe& ca
   return changes;
 }
 
+Status set_env(Recipe& recipe, std::string_view name, std::string_view value) {
+  if (!valid_env_name(name)) {
+    return make_error("'" + std::string(name) + "' is not an environment variable name");
+  }
+  if (value.find('\n') != std::string_view::npos || value.find('\r') != std::string_view::npos) {
+    return make_error(std::string(name) +
+                      ": a value spans lines; a recipe's values are one line each");
+  }
+  recipe.env[std::string(name)] = std::string(value);
+  return Ok{};
+}
+
 Status set_flag(Recipe& recipe, std::string_view flag, std::string_view value) {
   Result<std::string> spelling = flag_spelling(flag);
   if (!spelling.ok()) return make_error(spelling.error());
+  if (value.find('\n') != std::string_view::npos || value.find('\r') != std::string_view::npos) {
+    return make_error(*spelling + ": a value spans lines; a recipe's values are one line each");
+  }
   bool negated = false;
   const ArgInfo* info = ArgCatalog::megatron().find(*spelling, &negated);
   if (info == nullptr) {
     if (Status status = check_not_flag_like(*spelling, value); !status.ok()) return status;
-    recipe.flags[*spelling] = std::string(value);
+    recipe.flags[*spelling] = value.empty() ? std::string() : quote_word(value);
     return Ok{};
   }
   if (!info->takes_value) {

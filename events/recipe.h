@@ -22,8 +22,9 @@
 //    are kept as written, after quote removal;
 //  - a multi-value flag (nargs) maps to its values joined by one space, each one shell-quoted
 //    when it is empty or holds blanks or shell specials, so that the list splits back;
-//  - a flag missing from the catalog is kept; it takes the next word as its value when that is
-//    not a flag, and maps to "" otherwise.
+//  - a flag missing from the catalog is kept with every word up to the next flag, as a list of
+//    shell words like a multi-value flag's ("" when none follows; set_flag takes one word);
+//  - an int may use Python's single underscores between digits ("9_765_625").
 //
 // Errors are one line, "SOURCE:LINE: what was expected", e.g. "recipe.sh:3:
 // --tensor-model-parallel-size expects an integer, found 'two'".
@@ -53,11 +54,26 @@ struct Recipe {
 // Parses recipe text; `source_name` prefixes every error message.
 Result<Recipe> parse_recipe(std::string_view text, std::string_view source_name = "<recipe>");
 
+// The order a recipe text gives its settings in: environment names, then flags by the key
+// parse_recipe files them under (canonical spelling, or the --no-x negation). Empty lists when
+// the text does not parse.
+struct RecipeOrder {
+  std::vector<std::string> env;
+  std::vector<std::string> flags;
+};
+RecipeOrder recipe_order(std::string_view text);
+
 // Deterministic text of a canonical recipe: one "NAME=VALUE" line per env var (sorted), the command
 // line if any, then one "--flag" or "--flag value" line per flag (sorted), values shell-quoted
 // where needed. For every recipe made by parse_recipe/set_flag/remove_flag,
 // parse_recipe(canonical_text(r)) == r.
 std::string canonical_text(const Recipe& recipe);
+
+// A word as the shell reads it back: bare when safe, else single-quoted.
+std::string shell_quote(std::string_view word);
+// One flag and its canonical value as shell words, as canonical_text writes it: "--bf16",
+// "--lr 0.0001", "--cp-comm-type p2p a2a".
+std::string flag_text(const std::string& flag, const std::string& value);
 
 // Hex SHA-256 of canonical_text(recipe): the identity of a recipe in the ledger.
 std::string recipe_hash(const Recipe& recipe);
@@ -74,6 +90,10 @@ std::vector<SettingChange> diff_recipes(const Recipe& baseline, const Recipe& ca
 // polarity was there. A multi-value flag takes its values as shell words ("p2p a2a"). The recipe is
 // unchanged when the value is refused.
 Status set_flag(Recipe& recipe, std::string_view flag, std::string_view value);
+
+// Sets an environment variable: a valid name ([A-Za-z_][A-Za-z0-9_]*) and a one-line value. The
+// recipe is unchanged when either is refused.
+Status set_env(Recipe& recipe, std::string_view name, std::string_view value);
 
 // Removes a flag given with or without dashes, in any spelling; for a --x/--no-x pair whichever
 // polarity is set. An error when the flag is not set.

@@ -1,6 +1,8 @@
 #include "events/sha256.h"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include <memory>
 
@@ -27,6 +29,27 @@ Digest sha256(std::string_view bytes) {
   std::span<const std::uint8_t> part(reinterpret_cast<const std::uint8_t*>(bytes.data()),
                                      bytes.size());
   return sha256(std::span<const std::span<const std::uint8_t>>(&part, 1));
+}
+
+Digest hmac_sha256(std::span<const std::uint8_t> key,
+                   std::span<const std::span<const std::uint8_t>> parts) {
+  std::unique_ptr<EVP_MAC, decltype(&EVP_MAC_free)> mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr),
+                                                        EVP_MAC_free);
+  ATTUNE_ASSERT(mac != nullptr, "OpenSSL provides HMAC");
+  std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_new(mac.get()),
+                                                                EVP_MAC_CTX_free);
+  ATTUNE_ASSERT(ctx != nullptr, "OpenSSL allocates a MAC context");
+  char digest_name[] = "SHA256";
+  const OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+      OSSL_PARAM_construct_end()};
+  int ok = EVP_MAC_init(ctx.get(), key.data(), key.size(), params);
+  for (const auto& part : parts) ok &= EVP_MAC_update(ctx.get(), part.data(), part.size());
+  Digest digest{};
+  std::size_t length = 0;
+  ok &= EVP_MAC_final(ctx.get(), digest.data(), &length, digest.size());
+  ATTUNE_ASSERT(ok == 1 && length == digest.size(), "OpenSSL computes an HMAC-SHA256");
+  return digest;
 }
 
 std::string to_hex(std::span<const std::uint8_t> bytes) {

@@ -109,8 +109,9 @@ std::string runs_line(const LedgerTable& ledger) {
          std::to_string(ledger.refused.size()) + " refused";
 }
 
+// What the events say of themselves; the hash chain is the caller's to verify (it needs keys).
 std::string audit_line(const Audit& audit) {
-  if (audit.findings.empty()) return "clean";
+  if (audit.findings.empty()) return "consistent";
   return std::to_string(audit.findings.size()) +
          (audit.findings.size() == 1 ? " finding" : " findings") + " (attune audit)";
 }
@@ -165,7 +166,7 @@ std::string render_status_text(const CampaignView& view) {
   out += line("budget", budget_line(view.budget));
   out += line("state", state_line(view.stop));
   out += line("runs", runs_line(view.ledger));
-  out += line("audit", audit_line(view.audit));
+  out += line("events", audit_line(view.audit));
   return out;
 }
 

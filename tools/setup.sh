@@ -25,7 +25,7 @@ PACKAGES=(
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libssl-dev zlib1g-dev libdeflate-dev python3 python3-optuna
   clang libclang-rt-14-dev
-  slurmctld slurmd slurm-client munge
+  slurmctld slurmd slurm-client munge bubblewrap
 )
 
 as_root() {

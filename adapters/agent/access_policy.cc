@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -63,6 +64,16 @@ std::string source_location(const AccessPolicy& policy, const fs::path& target,
 AccessDecision check_read(const AccessPolicy& policy, const std::string& path,
                           const std::string& cwd, const std::string& range = "all") {
   const fs::path target = resolved(path, cwd);
+  const bool holds_secret = std::any_of(
+      policy.secret_paths.begin(), policy.secret_paths.end(), [&](const std::string& secret) {
+        return under_any(resolved(secret, "/"), {target.string()});
+      });
+  if (under_any(target, policy.secret_paths) || holds_secret) {
+    return deny(target.string(), "read of a secret",
+                target.string() +
+                    " holds the ledger's keys or another secret; it is never "
+                    "readable by the agent.");
+  }
   if (under_any(target, policy.read_paths) || under_any(target, policy.write_paths) ||
       (!policy.framework_source.empty() && under_any(target, {policy.framework_source}))) {
     AccessDecision decision = allow();
@@ -77,7 +88,7 @@ AccessDecision check_read(const AccessPolicy& policy, const std::string& path,
 AccessDecision check_write(const AccessPolicy& policy, const std::string& path,
                            const std::string& cwd) {
   const fs::path target = resolved(path, cwd);
-  if (under_any(target, policy.protected_paths)) {
+  if (under_any(target, policy.protected_paths) || under_any(target, policy.secret_paths)) {
     return deny(target.string(), "write to a protected path",
                 target.string() +
                     " is protected (the policy, the hooks, the gate's lists and the ledger are "
@@ -101,6 +112,150 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
+// The options a reader may take. Every other option is refused: some read a file named in their
+// argument (wc --files0-from, grep -f) or never end (tail -f).
+struct ReaderOptions {
+  std::string_view flags;                     // single letters without a value
+  std::string_view valued;                    // single letters with a value, not a path
+  std::vector<std::string_view> long_flags;   // --name
+  std::vector<std::string_view> long_valued;  // --name=VALUE or --name VALUE, not a path
+  bool pattern_first = false;                 // the first operand is a pattern (grep)
+};
+
+const ReaderOptions* reader_options(const std::string& program) {
+  static const std::map<std::string, ReaderOptions> kReaders = {
+      {"cat",
+       {"AbeEnstTuv",
+        "",
+        {"--number", "--number-nonblank", "--show-all", "--show-ends", "--show-tabs",
+         "--squeeze-blank"},
+        {},
+        false}},
+      {"head", {"qv", "nc", {"--quiet", "--silent", "--verbose"}, {"--lines", "--bytes"}, false}},
+      {"tail", {"qv", "nc", {"--quiet", "--silent", "--verbose"}, {"--lines", "--bytes"}, false}},
+      {"ls",
+       {"aAdFhilLnrRSt1",
+        "",
+        {"--all", "--almost-all", "--human-readable", "--recursive"},
+        {},
+        false}},
+      {"grep",
+       {"cEFGHhiIlLnoqrRsvwxz",
+        "ABCem",
+        {"--count", "--ignore-case", "--line-number", "--recursive", "--files-with-matches",
+         "--invert-match", "--word-regexp", "--fixed-strings", "--extended-regexp",
+         "--only-matching", "--with-filename", "--no-filename"},
+        {"--max-count", "--context", "--after-context", "--before-context", "--regexp", "--include",
+         "--exclude", "--exclude-dir", "--color", "--colour"},
+        true}},
+      {"wc",
+       {"clmwL", "", {"--lines", "--words", "--bytes", "--chars", "--max-line-length"}, {}, false}},
+  };
+  const auto found = kReaders.find(program);
+  return found == kReaders.end() ? nullptr : &found->second;
+}
+
+bool listed(const std::vector<std::string_view>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The path operands of a reader's words; an option it may not take is a refusal. With no path,
+// ls and a recursive grep read the working folder.
+Result<std::vector<std::string>> reader_paths(const std::string& program,
+                                              const std::vector<std::string>& words,
+                                              const std::string& cwd) {
+  const ReaderOptions& options = *reader_options(program);
+  std::vector<std::string> paths;
+  bool pattern_given = false;
+  bool recursive = false;
+  bool options_end = false;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (options_end || word.size() < 2 || word.front() != '-') {
+      if (options.pattern_first && !pattern_given) {
+        pattern_given = true;
+      } else {
+        paths.push_back(word);
+      }
+      continue;
+    }
+    if (word == "--") {
+      options_end = true;
+      continue;
+    }
+    if (word.starts_with("--")) {
+      const std::string name = word.substr(0, word.find('='));
+      if (listed(options.long_flags, name) && name == word) {
+        recursive = recursive || name == "--recursive";
+        continue;
+      }
+      if (listed(options.long_valued, name)) {
+        pattern_given = pattern_given || name == "--regexp";
+        if (name == word) ++i;  // the value is the next word
+        continue;
+      }
+      return make_error(program + " " + name);
+    }
+    for (std::size_t c = 1; c < word.size(); ++c) {
+      const char letter = word[c];
+      if (options.flags.find(letter) != std::string_view::npos) {
+        recursive = recursive || letter == 'r' || letter == 'R';
+        continue;
+      }
+      if (options.valued.find(letter) != std::string_view::npos) {
+        pattern_given = pattern_given || letter == 'e';
+        if (c + 1 == word.size()) ++i;  // the value is the next word, else the rest of this one
+        break;
+      }
+      return make_error(program + " -" + std::string(1, letter));
+    }
+  }
+  if (paths.empty() && (program == "ls" || (program == "grep" && recursive))) {
+    paths.push_back(cwd.empty() ? "." : cwd);
+  }
+  return paths;
+}
+
+// attune's own options that name a file it writes; every other word that may name a file is
+// checked as a read.
+bool is_output_option(std::string_view name) {
+  return name == "-o" || name == "--out" || name == "--output" || name == "--out-dir";
+}
+
+bool may_name_a_file(const std::string& word, const std::string& cwd) {
+  if (word.empty()) return false;
+  if (word.find('/') != std::string::npos || word.front() == '.' || word.front() == '~') {
+    return true;
+  }
+  std::error_code ec;
+  return fs::exists(fs::path(cwd.empty() ? "/" : cwd) / word, ec);
+}
+
+// An allowed attune subcommand, with every file it would read or write checked against the
+// policy: `attune ledger export -o FILE` writes FILE, `attune sim predict --recipe FILE` reads it.
+AccessDecision check_attune_arguments(const AccessPolicy& policy,
+                                      const std::vector<std::string>& words,
+                                      const std::string& cwd) {
+  for (std::size_t i = 2; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    const std::size_t eq = word.find('=');
+    const std::string name = word.starts_with("-") ? word.substr(0, eq) : "";
+    std::string value = word.starts_with("-") && eq != std::string::npos ? word.substr(eq + 1) : "";
+    if (is_output_option(name)) {
+      if (value.empty() && i + 1 < words.size()) value = words[++i];
+      AccessDecision write = check_write(policy, value, cwd);
+      if (!write.allowed) return write;
+      continue;
+    }
+    if (!name.empty() && value.empty()) continue;  // a switch, or an option whose value follows
+    const std::string& candidate = name.empty() ? word : value;
+    if (!may_name_a_file(candidate, cwd)) continue;
+    AccessDecision read = check_read(policy, candidate, cwd);
+    if (!read.allowed) return read;
+  }
+  return allow();
+}
+
 // One simple command: an attune subcommand, or a reader on readable paths.
 AccessDecision check_simple_command(const AccessPolicy& policy,
                                     const std::vector<std::string>& words, const std::string& cwd,
@@ -114,34 +269,28 @@ AccessDecision check_simple_command(const AccessPolicy& policy,
   const std::string& program = words.front();
   if (program == "attune" || (!policy.attune_path.empty() && program == policy.attune_path)) {
     const std::string sub = words.size() > 1 ? words[1] : "";
-    if (sub == "--help" || sub == "-h" || contains(policy.attune_commands, sub)) return allow();
-    return deny(
-        line, "attune command not allowed",
-        "attune " + sub + " is not yours to run; you may run attune " +
-            [&] {
-              std::string list;
-              for (const std::string& c : policy.attune_commands) {
-                list += (list.empty() ? "" : ", ") + c;
-              }
-              return list;
-            }() +
-            ".");
+    if (sub == "--help" || sub == "-h") return allow();
+    if (contains(policy.attune_commands, sub)) return check_attune_arguments(policy, words, cwd);
+    std::string list;
+    for (const std::string& c : policy.attune_commands) list += (list.empty() ? "" : ", ") + c;
+    return deny(line, "attune command not allowed",
+                "attune " + sub + " is not yours to run; you may run attune " + list + ".");
   }
-  if (!contains(policy.programs, program)) {
+  if (!contains(policy.programs, program) || reader_options(program) == nullptr) {
     return deny(line, "program not on the allowlist",
                 program + " is not on the allowlist; use attune's commands and the readers " +
                     "(cat, head, tail, ls, grep, wc) on allowed paths.");
   }
-  bool pattern_seen = program != "grep";
+  auto paths = reader_paths(program, words, cwd);
+  if (!paths.ok()) {
+    return deny(line, "option not allowed",
+                paths.error() +
+                    " is not allowed: a reader takes only options that neither name "
+                    "a file nor run forever; name the files as plain paths.");
+  }
   AccessDecision decision = allow();
-  for (std::size_t i = 1; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    if (word.empty() || word.front() == '-') continue;
-    if (!pattern_seen) {
-      pattern_seen = true;  // grep's first operand is its pattern
-      continue;
-    }
-    AccessDecision read = check_read(policy, word, cwd);
+  for (const std::string& path : paths.value()) {
+    AccessDecision read = check_read(policy, path, cwd);
     if (!read.allowed) return read;
     if (decision.source_location.empty()) decision.source_location = read.source_location;
   }
@@ -191,7 +340,7 @@ Result<std::vector<std::string>> string_list(const toml::table& root, const char
                         "] " + key + ": expected strings, found " + toml_type_name(item));
     }
     if (std::string_view(text->get()).empty() || text->get().front() != '/') {
-      if (std::string(key) == "paths") {
+      if (std::string(key) == "paths" || std::string(key) == "secrets") {
         return make_error(source + ":" + std::to_string(item.source().begin.line) + ": [" + table +
                           "] " + key + ": expected absolute paths, found '" + text->get() + "'");
       }
@@ -319,14 +468,16 @@ Result<AccessPolicy> parse_access_policy(std::string_view text, const std::strin
   auto read = string_list(root, "read", "paths", source);
   auto write = string_list(root, "write", "paths", source);
   auto protect = string_list(root, "protect", "paths", source);
+  auto secrets = string_list(root, "protect", "secrets", source);
   auto commands = string_list(root, "run", "commands", source);
   auto programs = string_list(root, "run", "programs", source);
-  for (auto* list : {&read, &write, &protect, &commands, &programs}) {
+  for (auto* list : {&read, &write, &protect, &secrets, &commands, &programs}) {
     if (!list->ok()) return make_error(list->error());
   }
   policy.read_paths = std::move(read).value();
   policy.write_paths = std::move(write).value();
   policy.protected_paths = std::move(protect).value();
+  policy.secret_paths = std::move(secrets).value();
   policy.attune_commands = std::move(commands).value();
   policy.programs = std::move(programs).value();
   policy.attune_path = root.at_path("run.attune").value_or(std::string());
@@ -347,7 +498,8 @@ std::string access_policy_toml(const AccessPolicy& policy) {
                                           : "\nframework = " + json(policy.framework_source).dump())
       << "\n\n"
       << "[write]\npaths = " << toml_list(policy.write_paths) << "\n\n"
-      << "[protect]\npaths = " << toml_list(policy.protected_paths) << "\n\n"
+      << "[protect]\npaths = " << toml_list(policy.protected_paths)
+      << "\nsecrets = " << toml_list(policy.secret_paths) << "\n\n"
       << "[run]\nattune = " << json(policy.attune_path).dump()
       << "\ncommands = " << toml_list(policy.attune_commands)
       << "\nprograms = " << toml_list(policy.programs) << "\n\n"

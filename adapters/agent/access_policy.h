@@ -35,6 +35,8 @@ struct AccessPolicy {
   std::string framework_source;  // also readable; empty: none
   std::vector<std::string> write_paths;
   std::vector<std::string> protected_paths;
+  // Neither read nor written: the ledger's keyring and its anchor mirror, other secrets.
+  std::vector<std::string> secret_paths;
   std::string attune_path;
   std::vector<std::string> attune_commands;
   std::vector<std::string> programs;

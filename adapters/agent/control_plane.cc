@@ -81,7 +81,7 @@ Status apply_changes(Recipe& recipe, const json& changes) {
       if (remove) {
         if (recipe.env.erase(name) == 0) return make_error(name + " is not set");
       } else {
-        recipe.env[name] = value->get<std::string>();
+        if (Status set = set_env(recipe, name, value->get<std::string>()); !set.ok()) return set;
       }
     } else {
       return make_error("each change names a 'flag' or an 'env' variable");

@@ -148,8 +148,14 @@ const std::string& ControlServer::socket_path() const { return impl_->path; }
 Status ControlServer::start() {
   Impl& impl = *impl_;
   std::error_code fs_ec;
-  if (std::filesystem::exists(impl.path, fs_ec)) {
-    // A live server answers; a stale file from a crashed campaign does not.
+  const auto existing = std::filesystem::symlink_status(impl.path, fs_ec);
+  if (!fs_ec && existing.type() != std::filesystem::file_type::not_found) {
+    // Only a socket is ever replaced, and only a stale one (a crashed campaign's): a file, a
+    // folder or a link at the path is the user's, and a live socket another campaign's.
+    if (existing.type() != std::filesystem::file_type::socket) {
+      return make_error("cannot listen on " + impl.path +
+                        ": something that is not a socket is there; choose another path");
+    }
     if (control_request(impl.path, R"({"op":"ping"})", 1000).ok()) {
       return make_error("a campaign already listens on " + impl.path);
     }
@@ -185,7 +191,9 @@ void ControlServer::stop() {
   }
   for (Impl::Connection& connection : connections) connection.thread.join();
   std::error_code ec;
-  std::filesystem::remove(impl.path, ec);
+  if (std::filesystem::symlink_status(impl.path, ec).type() == std::filesystem::file_type::socket) {
+    std::filesystem::remove(impl.path, ec);
+  }
 }
 
 Result<std::string> control_request(const std::string& socket_path, const std::string& request,

@@ -22,6 +22,29 @@ Status append_journal_line(const std::string& path, const nlohmann::json& line) 
   return Ok{};
 }
 
+// The type every field a launcher records must have. A line that breaks it is an error naming the
+// field, never an exception later.
+const char* field_type_error(const std::string& key, const nlohmann::json& value) {
+  if (key == "job_name" || key == "job_id" || key == "log_path" || key == "log_file" ||
+      key == "reason") {
+    return value.is_string() ? nullptr : "a string";
+  }
+  if (key == "run_id" || key == "run_seed") {
+    return value.is_number_unsigned() ? nullptr : "an unsigned integer";
+  }
+  if (key == "pid" || key == "started_at_unix_ns" || key == "submitted_at_unix_ns" ||
+      key == "cancelled_at_unix_ns") {
+    return value.is_number_integer() ? nullptr : "an integer";
+  }
+  if (key == "nodes") {
+    if (!value.is_array()) return "an array of strings";
+    for (const auto& node : value) {
+      if (!node.is_string()) return "an array of strings";
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Status append_journal_submission(const std::string& path, const nlohmann::json& submission) {
@@ -42,10 +65,15 @@ Result<std::vector<JournalEntry>> read_journal(const std::string& path) {
   while (std::getline(in, line)) {
     ++line_number;
     auto json = nlohmann::json::parse(line, nullptr, false);
+    const std::string where = path + ":" + std::to_string(line_number);
     if (json.is_discarded() || !json.is_object() || !json.contains("job_name")) {
       if (in.peek() == EOF) break;
-      return make_error(path + ":" + std::to_string(line_number) +
-                        ": expected a JSON object with job_name");
+      return make_error(where + ": expected a JSON object with job_name");
+    }
+    for (const auto& [key, value] : json.items()) {
+      if (const char* expected = field_type_error(key, value)) {
+        return make_error(where + ": '" + key + "' must be " + expected);
+      }
     }
     if (json.contains("cancelled_at_unix_ns")) {
       const std::string name = json["job_name"].get<std::string>();
@@ -58,6 +86,15 @@ Result<std::vector<JournalEntry>> read_journal(const std::string& path) {
       }
       found->cancelled_at_unix_ns = json["cancelled_at_unix_ns"].get<std::int64_t>();
       found->cancel_reason = json.value("reason", "");
+      continue;
+    }
+    // A later submission line of the same job completes it (an intent, then its spawn).
+    const std::string name = json["job_name"].get<std::string>();
+    auto same = std::find_if(entries.begin(), entries.end(), [&](const JournalEntry& entry) {
+      return entry.submission["job_name"] == name;
+    });
+    if (same != entries.end()) {
+      same->submission.update(json);
       continue;
     }
     entries.push_back(JournalEntry{std::move(json), std::nullopt, ""});

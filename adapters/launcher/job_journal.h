@@ -28,8 +28,9 @@ Status append_journal_cancellation(const std::string& path, const std::string& j
                                    std::int64_t at_unix_ns, const std::string& reason);
 
 // Every submission, in order, with its cancellation folded in; a missing file is an empty
-// journal. A malformed line, or a cancellation of an unknown job, is an error naming the file
-// and the line.
+// journal. Lines of the same job merge, the later fields winning (a launcher records its intent
+// before it acts, then what it did). A malformed line, a known field of the wrong type, or a
+// cancellation of an unknown job, is an error naming the file and the line.
 Result<std::vector<JournalEntry>> read_journal(const std::string& path);
 
 }  // namespace attune

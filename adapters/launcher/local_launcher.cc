@@ -1,5 +1,6 @@
 #include "adapters/launcher/local_launcher.h"
 
+#include "adapters/launcher/disk_space.h"
 #include "adapters/launcher/job_journal.h"
 #include "core/text_file.h"
 
@@ -22,6 +23,10 @@ extern char** environ;
 
 namespace attune {
 namespace {
+
+// Every job's process carries its name, so that a resume can find a job it spawned but did not
+// get to record.
+constexpr std::string_view kJobNameVariable = "ATTUNE_JOB_NAME";
 
 namespace fs = std::filesystem;
 
@@ -88,6 +93,25 @@ bool group_leader_alive(int pid) {
   return state != 'Z' && group == pid;
 }
 
+// The process group leader started for `job_name` (its environment names it, ATTUNE_JOB_NAME),
+// for a job whose spawn the launcher recorded the intent of but not the pid; 0 when none runs.
+int find_job_process(const std::string& job_name) {
+  const std::string wanted = std::string(kJobNameVariable) + "=" + job_name;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string variable;
+    while (std::getline(in, variable, '\0')) {
+      if (variable != wanted) continue;
+      const int pid = std::stoi(name);
+      if (group_leader_alive(pid)) return pid;
+    }
+  }
+  return 0;
+}
+
 // Whether waitpid can report the process's exit (it is our child), without reaping it.
 bool is_our_child(int pid) {
   siginfo_t info{};
@@ -110,6 +134,7 @@ struct LocalLauncher::Job {
   std::string cancel_reason;
   bool killed = false;
   std::string spawn_failure;
+  std::string launcher_error;  // the launcher's own I/O failed: nothing is known of the recipe
   bool finished = false;
 };
 
@@ -172,13 +197,20 @@ Status LocalLauncher::submit(const LaunchSpec& spec) {
       ::open(absolute(job->log_path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
   if (log_fd < 0) return make_error(absolute(job->log_path) + ": cannot create the job's log");
   ::close(log_fd);
+  // The intent first: a crash after the spawn and before its record leaves a job that a resume
+  // finds by its name (adopts) instead of starting it twice.
+  Status intended = append_record({{"job_name", spec.job_name},
+                                   {"job_id", "local-pending"},
+                                   {"run_id", spec.run_id},
+                                   {"pid", 0},
+                                   {"started_at_unix_ns", scheduler_.now_unix_ns()},
+                                   {"log_path", job->log_path}});
+  if (!intended.ok()) return intended;
   spawn(*job);
   nlohmann::json line = {{"job_name", spec.job_name},
                          {"job_id", job->job_id},
-                         {"run_id", spec.run_id},
                          {"pid", job->pid},
-                         {"started_at_unix_ns", job->started_at_unix_ns},
-                         {"log_path", job->log_path}};
+                         {"started_at_unix_ns", job->started_at_unix_ns}};
   Status recorded = append_record(line);
   if (!recorded.ok()) {
     // Unrecorded, the job could not be found after a crash: it must not run.
@@ -234,7 +266,11 @@ void LocalLauncher::spawn(Job& job) {
   {
     std::ofstream out(recipe_file, std::ios::binary | std::ios::trunc);
     out << spec.recipe;
-    if (!out) return fail(recipe_file + ": cannot write the recipe file");
+    out.flush();
+    if (!out) {
+      job.launcher_error = recipe_file + ": cannot write the recipe file";
+      return fail(job.launcher_error);
+    }
   }
   const std::string command =
       render_template(options_.job_template, {{"recipe_file", recipe_file},
@@ -250,6 +286,7 @@ void LocalLauncher::spawn(Job& job) {
     if (!recipe->env.contains(text.substr(0, text.find('=')))) environment.push_back(text);
   }
   for (const auto& [name, value] : recipe->env) environment.push_back(name + "=" + value);
+  environment.push_back(std::string(kJobNameVariable) + "=" + spec.job_name);
   std::vector<char*> envp;
   for (std::string& text : environment) envp.push_back(text.data());
   envp.push_back(nullptr);
@@ -272,7 +309,10 @@ void LocalLauncher::spawn(Job& job) {
   const int error = posix_spawn(&pid, shell.c_str(), &actions, &attributes, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (error != 0) return fail("cannot spawn /bin/sh: " + std::string(std::strerror(error)));
+  if (error != 0) {
+    job.launcher_error = "cannot spawn /bin/sh: " + std::string(std::strerror(error));
+    return fail(job.launcher_error);
+  }
   job.pid = pid;
   job.our_child = true;
   job.job_id = "local-" + std::to_string(pid);
@@ -283,6 +323,16 @@ Result<bool> LocalLauncher::reattach(const LaunchSpec& spec) {
   if (found == known_.end()) return false;
   Job& job = *found->second;
   if (job.finished) return true;  // already reported in this launcher's life
+  if (job.pid == 0 && job.spawn_failure.empty()) {
+    // Only the intent was recorded: adopt the process if the spawn happened, else start over.
+    job.pid = find_job_process(spec.job_name);
+    const std::optional<FileFacts> log = stat_file(absolute(job.log_path));
+    if (job.pid == 0 && (!log || log->size_bytes == 0)) {
+      known_.erase(found);
+      return false;
+    }
+    if (job.pid > 0) job.job_id = "local-" + std::to_string(job.pid);
+  }
   job.spec = spec;
   active_[spec.run_id] = &job;
   const std::optional<FileFacts> log = stat_file(absolute(job.log_path));
@@ -395,6 +445,10 @@ void LocalLauncher::finish(Job& job, std::int64_t at_unix_ns, const std::string&
   finished.facts_source = "local";
   finished.log_path = job.log_path;
   finished.cancel_reason = job.cancel_reason;
+  finished.launcher_error = job.launcher_error;
+  if (finished.launcher_error.empty()) {
+    finished.launcher_error = full_disk_note(absolute(job.log_path)).value_or("");
+  }
   report(finished);
 }
 

@@ -1,6 +1,7 @@
 #include "adapters/metrics/measurement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -14,6 +15,8 @@ namespace attune {
 namespace {
 
 constexpr double kMbPerGib = 1024.0;  // Megatron's MB is 2^20 bytes
+constexpr double kElapsedMsMin = 1e-3;
+constexpr double kElapsedMsMax = 7.0 * 24 * 3600 * 1000;
 
 std::string window_text(const StepWindow& window) {
   return std::to_string(window.first) + ":" + std::to_string(window.last);
@@ -178,6 +181,14 @@ Result<Measurement> measure(const MegatronLog& log, const MeasureSettings& setti
     if (line->elapsed_ms_per_iteration <= 0.0) {
       return make_error("iteration " + std::to_string(end) + " reports no elapsed time");
     }
+    // No training step takes less than a microsecond or more than a week: such a time is a
+    // damaged or forged line, and would print an infinite or vanishing throughput.
+    if (line->elapsed_ms_per_iteration < kElapsedMsMin ||
+        line->elapsed_ms_per_iteration > kElapsedMsMax) {
+      return make_error("iteration " + std::to_string(end) + " reports an implausible elapsed " +
+                        "time per iteration (" + std::to_string(line->elapsed_ms_per_iteration) +
+                        " ms; expected 0.001 ms to a week)");
+    }
     tokens += static_cast<double>(line->global_batch_size) * interval_d *
               static_cast<double>(settings.seq_length);
     milliseconds += line->elapsed_ms_per_iteration * interval_d;
@@ -188,6 +199,9 @@ Result<Measurement> measure(const MegatronLog& log, const MeasureSettings& setti
 
   out.settings = settings;
   out.tokens_per_s_per_gpu = tokens / (milliseconds / 1000.0) / static_cast<double>(settings.gpus);
+  if (!std::isfinite(out.tokens_per_s_per_gpu)) {
+    return make_error("window " + window_text(window) + " gives a throughput that is not finite");
+  }
   out.window_rsd = relative_std_dev(out.window_step_times_ms);
   out.series = iteration_series_of(log, interval);
   out.peak_memory = peak_memory_of(log);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -29,6 +30,24 @@ constexpr std::size_t kGzipHeaderBytesMin = 18;  // header, empty deflate, trail
 constexpr std::size_t kDeflateExpansionMax = 1032;
 // simdjson's document limit; larger texts are refused with a clear error.
 constexpr std::size_t kJsonBytesMax = std::size_t{4} * 1024 * 1024 * 1024 - 1;
+// A profiler trace's JSON compresses 5-30 times; a gzip that inflates more than this many times
+// its size, past the floor, is refused before it takes the memory (a 2 MB file of zeros would
+// otherwise ask for 2 GB).
+constexpr std::size_t kTraceInflationRatioMax = 200;
+constexpr double kTraceMicrosecondsMax = 1e17;
+constexpr std::size_t kTraceInflationFloor = std::size_t{512} * 1024 * 1024;
+
+std::size_t inflation_limit(std::size_t compressed_bytes) {
+  return std::min(kJsonBytesMax,
+                  std::max(kTraceInflationFloor, compressed_bytes * kTraceInflationRatioMax));
+}
+
+std::string inflation_error(const std::string& label, std::size_t compressed_bytes) {
+  return label + ": the gzip inflates to more than " +
+         std::to_string(inflation_limit(compressed_bytes) >> 20) + " MiB (over " +
+         std::to_string(kTraceInflationRatioMax) +
+         " times its size); a profiler trace compresses far less, so it is refused";
+}
 
 // A byte buffer with simdjson's padding after the text, so the text parses in place.
 struct PaddedBuffer {
@@ -69,10 +88,12 @@ Result<PaddedBuffer> inflate_with_zlib(std::string_view in, const std::string& l
       stream.avail_in = static_cast<uInt>(feed);
       remaining -= feed;
     }
-    if (out.capacity - out.size < kZlibChunkBytes) out.reserve(out.capacity * 2);
-    if (out.capacity > kJsonBytesMax) {
-      inflateEnd(&stream);
-      return make_error(label + ": the trace is larger than 4 GiB of JSON");
+    if (out.capacity - out.size < kZlibChunkBytes) {
+      if (out.size >= inflation_limit(in.size())) {
+        inflateEnd(&stream);
+        return make_error(inflation_error(label, in.size()));
+      }
+      out.reserve(std::min(out.capacity * 2, inflation_limit(in.size()) + kZlibChunkBytes));
     }
     const std::size_t room = std::min<std::size_t>(out.capacity - out.size, UINT32_MAX);
     stream.next_out = reinterpret_cast<Bytef*>(out.bytes.get() + out.size);
@@ -113,6 +134,7 @@ Result<PaddedBuffer> inflate_gzip(std::string_view in, const std::string& label)
   std::uint32_t isize = 0;
   std::memcpy(&isize, in.data() + in.size() - 4, 4);  // little-endian on the supported targets
   if (isize > in.size() * kDeflateExpansionMax) return inflate_with_zlib(in, label);
+  if (isize > inflation_limit(in.size())) return make_error(inflation_error(label, in.size()));
   PaddedBuffer out;
   out.reserve(std::max<std::size_t>(isize, 1));
   libdeflate_decompressor* decompressor = libdeflate_alloc_decompressor();
@@ -141,6 +163,10 @@ Result<PaddedBuffer> read_bytes(const std::string& path) {
   if (length < 0) {
     std::fclose(file);
     return make_error(path + ": cannot read (not a regular file)");
+  }
+  if (static_cast<std::size_t>(length) > kJsonBytesMax) {
+    std::fclose(file);
+    return make_error(path + ": " + std::to_string(length) + " bytes, more than a trace may hold");
   }
   buffer.reserve(static_cast<std::size_t>(length) + 1);
   buffer.size = std::fread(buffer.bytes.get(), 1, static_cast<std::size_t>(length), file);
@@ -326,6 +352,11 @@ simdjson::error_code TraceBuilder::add_event(od::object event, std::uint32_t ind
       if (auto error = value.get_number_type().get(number_type)) return error;
       double number = 0;
       if (auto error = value.get_double().get(number)) return error;
+      // Microseconds: nothing a profiler writes lies beyond about 3,000 years from the epoch or
+      // the trace's start, and such a value would print as inf or nan downstream.
+      if (!std::isfinite(number) || std::abs(number) > kTraceMicrosecondsMax) {
+        return simdjson::NUMBER_OUT_OF_RANGE;
+      }
       if (is_ts) {
         has_ts = true;
         ts = number;
@@ -680,7 +711,12 @@ Status add_events(TraceBuilder& builder, od::array& events, std::uint32_t& index
                                   "] is not an object"
                             : error_text(label, error));
     }
-    if (auto error = builder.add_event(event, index)) return make_error(error_text(label, error));
+    if (auto error = builder.add_event(event, index)) {
+      return make_error(error == simdjson::NUMBER_OUT_OF_RANGE
+                            ? label + ": traceEvents[" + std::to_string(index) +
+                                  "] has a ts or dur that is not a plausible time in microseconds"
+                            : error_text(label, error));
+    }
     ++index;
   }
   return Ok{};
@@ -824,9 +860,13 @@ Result<RankTrace> parse_trace_bytes(std::string_view bytes, const std::string& l
 }
 
 Result<RankTrace> read_trace_file(const std::string& path) {
-  Result<PaddedBuffer> bytes = read_bytes(path);
-  if (!bytes) return make_error(bytes.error());
-  return parse_file_bytes(std::move(bytes).value(), path);
+  try {
+    Result<PaddedBuffer> bytes = read_bytes(path);
+    if (!bytes) return make_error(bytes.error());
+    return parse_file_bytes(std::move(bytes).value(), path);
+  } catch (const std::bad_alloc&) {
+    return make_error(path + ": not enough memory to read the trace");
+  }
 }
 
 }  // namespace attune::profiler

@@ -66,17 +66,25 @@ std::string change_words(const Recipe& from, const Recipe& to) {
 }
 
 Result<std::vector<LearnedRule>> parse_learned_rules(std::string_view text,
-                                                     std::string_view source_name) {
+                                                     std::string_view source_name,
+                                                     std::string* torn_tail) {
   std::vector<LearnedRule> rules;
   std::istringstream lines{std::string(text)};
   std::string line;
   int number = 0;
+  const bool ends_torn = !text.empty() && text.back() != '\n';
   while (std::getline(lines, line)) {
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = std::string(source_name) + ":" + std::to_string(number);
     json value = json::parse(line, nullptr, false);
     if (value.is_discarded() || !value.is_object()) {
+      if (ends_torn && lines.peek() == std::char_traits<char>::eof()) {
+        if (torn_tail != nullptr) {
+          *torn_tail = where + ": a torn last line (an append that did not finish) was skipped";
+        }
+        break;
+      }
       return make_error(where + ": expected a JSON object per line");
     }
     LearnedRule rule;
@@ -93,6 +101,9 @@ Result<std::vector<LearnedRule>> parse_learned_rules(std::string_view text,
     if (value.contains("action") && value["action"].is_string()) {
       rule.action = value["action"].get<std::string>();
     }
+    if (value.contains("source") && value["source"].is_string()) {
+      rule.source = value["source"].get<std::string>();
+    }
     if (rule.effect != "helped" && rule.effect != "hurt") {
       return make_error(where + ": 'effect' must be \"helped\" or \"hurt\"");
     }
@@ -101,10 +112,18 @@ Result<std::vector<LearnedRule>> parse_learned_rules(std::string_view text,
   return rules;
 }
 
+std::vector<LearnedRule> rules_for_launcher(std::vector<LearnedRule> rules,
+                                            const std::string& launcher, bool simulated_rules) {
+  if (launcher == "sim" || simulated_rules) return rules;
+  std::erase_if(rules, [](const LearnedRule& rule) { return rule.source == "sim"; });
+  return rules;
+}
+
 std::string learned_rule_line(const LearnedRule& rule) {
   json line = {
       {"lever", rule.lever}, {"when", rule.when}, {"effect", rule.effect}, {"rule", rule.rule}};
   if (!rule.action.empty()) line["action"] = rule.action;
+  if (!rule.source.empty()) line["source"] = rule.source;
   return line.dump() + "\n";
 }
 

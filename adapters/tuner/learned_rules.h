@@ -25,11 +25,21 @@ struct LearnedRule {
   std::string action;  // the change in words ("--moe-token-dispatcher-type set to flex"), if any
   std::string rule;    // one sentence, no model names, no figures
   std::vector<RunId> evidence_run_ids;
+  // Where it was learned: the campaign's launcher ("sim", "local", "slurm"); empty in catalogs
+  // written before rules were tagged.
+  std::string source;
 };
 
-// Errors name the source and the line.
+// Errors name the source and the line. A last line without its newline that does not parse is a
+// torn append (a writer stopped mid-line): it is skipped, and `torn_tail` (when given) says so.
 Result<std::vector<LearnedRule>> parse_learned_rules(std::string_view text,
-                                                     std::string_view source_name);
+                                                     std::string_view source_name,
+                                                     std::string* torn_tail = nullptr);
+// Rules learned in the simulated world are kept out of a campaign on a real cluster unless it
+// asks for them ([tuner] simulated_rules = true): the simulator's lessons are not facts about a
+// real cluster.
+std::vector<LearnedRule> rules_for_launcher(std::vector<LearnedRule> rules,
+                                            const std::string& launcher, bool simulated_rules);
 std::string learned_rule_line(const LearnedRule& rule);  // one JSON line, with its newline
 
 // A single-lever change in words, e.g. "--moe-token-dispatcher-type set to flex" or

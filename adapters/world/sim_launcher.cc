@@ -50,6 +50,7 @@ struct SimLauncher::Job {
   std::optional<std::int64_t> cancelled_at_unix_ns;
   std::string cancel_reason;
   sim::SimJobResult result;
+  std::string launcher_error;  // the launcher's own I/O failed for this job
   bool finished = false;
 };
 
@@ -162,7 +163,9 @@ void SimLauncher::schedule(RunId run_id) {
   job.log_path = (logs / (job.spec.job_name + ".log")).string();
   if (job.spec.profile) {
     job.trace_dir = (fs::path(cluster_dir_) / "traces" / job.spec.job_name).string();
-    fs::create_directories(absolute(job.trace_dir));
+    std::error_code ec;
+    fs::create_directories(absolute(job.trace_dir), ec);
+    if (ec) job.launcher_error = absolute(job.trace_dir) + ": cannot create: " + ec.message();
   }
   sim::SimJobRun run;
   run.steps = job.spec.steps;
@@ -188,6 +191,16 @@ void SimLauncher::schedule(RunId run_id) {
   started.nodes = job.nodes;
   scheduler_.schedule_at(std::max(now, job.started_at_unix_ns),
                          [this, started] { report(started); });
+  if (recipe.ok() && !result.ok() && job.launcher_error.empty()) {
+    // Writing its traces failed: the launcher's own I/O, not the recipe's doing.
+    job.launcher_error = "writing the traces of " + job.spec.job_name + ": " + result.error();
+  }
+  if (!job.launcher_error.empty()) {
+    scheduler_.schedule_at(std::max(now, job.started_at_unix_ns) + 1, [this, run_id] {
+      finish(run_id, active_.at(run_id)->started_at_unix_ns + 1, "FAILED", "");
+    });
+    return;
+  }
   if (!result.ok()) {
     // The job cannot even be rendered (a recipe that does not parse): it fails at once.
     job.result.log = "Traceback (most recent call last):\nRuntimeError: " + result.error() + "\n";
@@ -241,9 +254,14 @@ void SimLauncher::finish(RunId run_id, std::int64_t at_unix_ns, const std::strin
       if (seconds <= elapsed_s) bytes = size;
     }
   }
-  std::ofstream(absolute(job.log_path), std::ios::binary | std::ios::trunc)
-      << std::string_view(job.result.log).substr(0, bytes);
+  if (job.launcher_error.empty()) {
+    std::ofstream log(absolute(job.log_path), std::ios::binary | std::ios::trunc);
+    log << std::string_view(job.result.log).substr(0, bytes);
+    log.flush();
+    if (!log) job.launcher_error = absolute(job.log_path) + ": cannot write the run's log";
+  }
   JobReport finished;
+  finished.launcher_error = job.launcher_error;
   finished.kind = JobReport::Kind::kFinished;
   finished.run_id = run_id;
   finished.at_unix_ns = at_unix_ns;

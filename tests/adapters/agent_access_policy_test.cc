@@ -151,3 +151,68 @@ TEST(ControlSocket, CarriesOneLineEachWayAndRefusesASecondServer) {
 
 }  // namespace
 }  // namespace attune::agent
+
+namespace attune::agent {
+namespace {
+
+// The red team's bypasses of the pre-tool policy, each refused.
+TEST_F(AccessPolicyTest, OptionsThatReadAFileOrNeverEndAreRefused) {
+  const std::string secret = (root_ / "ledger" / "secret").string();
+  EXPECT_FALSE(bash("wc --files0-from=" + secret).allowed) << "prints the file in its error";
+  EXPECT_FALSE(bash("wc --files0-from " + secret).allowed);
+  EXPECT_FALSE(bash("grep -f " + secret + " " + (root_ / "campaign").string()).allowed);
+  EXPECT_FALSE(bash("tail -f " + (root_ / "campaign" / "x").string()).allowed);
+  EXPECT_TRUE(bash("grep -n x " + (root_ / "campaign").string()).allowed);
+}
+
+TEST_F(AccessPolicyTest, ACommandWithoutAPathIsJudgedOnTheWorkingFolder) {
+  // grep -r with no path searches the working folder: allowed in scratch, refused elsewhere.
+  EXPECT_TRUE(bash("grep -r secret").allowed);
+  const AccessDecision elsewhere =
+      check_tool_call(policy_, json{{"tool_name", "Bash"},
+                                    {"tool_input", {{"command", "grep -r secret"}}},
+                                    {"cwd", (root_ / "ledger").string()}}
+                                   .dump());
+  EXPECT_FALSE(elsewhere.allowed);
+}
+
+TEST_F(AccessPolicyTest, AttunesOwnArgumentsAreCheckedAgainstThePolicy) {
+  const std::string settings = (root_ / "ledger" / "settings.json").string();
+  EXPECT_FALSE(bash("attune ledger export --db /x --campaign c -o " + settings).allowed)
+      << "a write into a protected folder through attune";
+  EXPECT_FALSE(bash("attune ledger export --db /x --campaign c --out=/etc/passwd").allowed);
+  EXPECT_TRUE(bash("attune status --json").allowed);
+}
+
+TEST_F(AccessPolicyTest, SecretsAreNeitherReadNorWrittenNorSearched) {
+  fs::create_directories(root_ / "campaign" / "keys");
+  std::ofstream(root_ / "campaign" / "keys" / "k.key") << "00";
+  policy_.secret_paths = {(root_ / "campaign" / "keys").string()};
+  const std::string key = (root_ / "campaign" / "keys" / "k.key").string();
+  EXPECT_FALSE(call("Read", {{"file_path", key}}).allowed) << "inside a readable folder";
+  EXPECT_FALSE(bash("cat " + key).allowed);
+  EXPECT_FALSE(bash("grep -r x " + (root_ / "campaign").string()).allowed)
+      << "a search over a folder that holds a secret";
+  EXPECT_FALSE(call("Write", {{"file_path", key}}).allowed);
+  auto parsed = parse_access_policy(access_policy_toml(policy_), "policy.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->secret_paths, policy_.secret_paths);
+}
+
+TEST(ControlSocket, NeverRemovesAFileThatIsNotAStaleSocket) {
+  const fs::path path =
+      fs::temp_directory_path() / ("attune-notsock-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << "name = \"my campaign\"\n";
+  ControlServer server(path.string(), [](const std::string&) { return std::string(); });
+  const Status started = server.start();
+  EXPECT_FALSE(started.ok()) << "--listen on the campaign file must be refused";
+  ASSERT_TRUE(fs::exists(path));
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "name = \"my campaign\"");
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace attune::agent

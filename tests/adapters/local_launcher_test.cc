@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "adapters/launcher/job_journal.h"
 #include "adapters/model/presets.h"
 #include "events/recipe.h"
 
@@ -229,6 +230,66 @@ TEST_F(LocalLauncherTest, ExpectedCostIsPaceTimesStepsTimesGpus) {
   auto launcher = open("true");
   EXPECT_DOUBLE_EQ(launcher->expected_gpu_hours(spec("c1-run7", plain_recipe())),
                    2.0 * 14 * 16 / 3600.0);
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// A crash after the spawn and before its record: the journal holds only the intent. Resume finds
+// the process by its name and follows it instead of starting the run a second time; where the
+// spawn never happened, the run may start.
+TEST_F(LocalLauncherTest, AJobWhoseSpawnWasNotRecordedIsAdoptedNotStartedTwice) {
+  auto first = open("sleep 1; echo done");
+  ASSERT_TRUE(first->submit(spec("c1-run7", plain_recipe())).ok());
+  run_until([&] { return has(JobReport::Kind::kStarted); });
+  const int pid = std::stoi(reports_[0].launcher_job_id.substr(std::string("local-").size()));
+  first.reset();
+  reports_.clear();
+  const fs::path journal = root_ / "local" / "jobs.jsonl";
+  std::ifstream in(journal);
+  std::string intent;
+  ASSERT_TRUE(std::getline(in, intent));
+  ASSERT_NE(intent.find("local-pending"), std::string::npos) << intent;
+  in.close();
+  std::ofstream(journal, std::ios::trunc) << intent << "\n";  // the spawn's record was lost
+
+  auto second = open("sleep 1; echo done");
+  ASSERT_TRUE(second->reattach(spec("c1-run7", plain_recipe())).value()) << "adopted by name";
+  EXPECT_FALSE(second->submit(spec("c1-run7", plain_recipe())).ok()) << "never submitted twice";
+  run_until([&] { return has(JobReport::Kind::kFinished); });
+  EXPECT_NE(second->read_log(finished().log_path)->find("done"), std::string::npos);
+  EXPECT_FALSE(group_has_live_process(pid));
+}
+
+TEST_F(LocalLauncherTest, AnIntentWhoseSpawnNeverHappenedLetsTheRunStart) {
+  fs::create_directories(root_ / "local");
+  std::ofstream(root_ / "local" / "jobs.jsonl")
+      << R"({"job_name":"c1-run7","job_id":"local-pending","run_id":7,"pid":0,)"
+      << R"("started_at_unix_ns":1,"log_path":"local/logs/c1-run7.log"})"
+      << "\n";
+  fs::create_directories(root_ / "local" / "logs");
+  std::ofstream(root_ / "local" / "logs" / "c1-run7.log");
+  auto launcher = open("echo fresh");
+  EXPECT_FALSE(launcher->reattach(spec("c1-run7", plain_recipe())).value());
+  ASSERT_TRUE(launcher->submit(spec("c1-run7", plain_recipe())).ok());
+  run_until([&] { return has(JobReport::Kind::kFinished); });
+  EXPECT_EQ(finished().final_state, "COMPLETED");
+}
+
+TEST(JobJournal, AFieldOfTheWrongTypeIsAnErrorNamingItsLine) {
+  const fs::path path =
+      fs::temp_directory_path() / ("attune-journal-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(path) << R"({"job_name":"a","pid":1})"
+                      << "\n"
+                      << R"({"job_name":"b","pid":"twelve"})"
+                      << "\n";
+  auto read = read_journal(path.string());
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().find(path.string() + ":2:"), std::string::npos) << read.error();
+  fs::remove(path);
 }
 
 }  // namespace

@@ -735,3 +735,25 @@ RC_GTEST_PROP(MetricsProperty, ThroughputIsTheHandFormulaWhateverElseTheLogHolds
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+// A forged or damaged elapsed time (1e-320 ms, or a year) is not a measurement: it would print an
+// infinite or vanishing throughput.
+TEST(MetricsWindow, AnImplausibleElapsedTimeIsNotAMeasurement) {
+  for (const char* forged : {"1e-320", "0.0000001", "1e12"}) {
+    std::string text = fixture("complete_14.log");
+    const std::string from = "elapsed time per iteration (ms): 4100.0";
+    text.replace(text.find(from), from.size(),
+                 std::string("elapsed time per iteration (ms): ") + forged);
+    const RunReading reading = read_completed(text);
+    EXPECT_NE(reading.kind, ReadingKind::kMeasured) << forged;
+    if (reading.measurement) {
+      EXPECT_TRUE(std::isfinite(reading.measurement->tokens_per_s_per_gpu)) << forged;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attune

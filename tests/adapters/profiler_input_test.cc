@@ -136,3 +136,26 @@ TEST(ProfilerInput, CorpusFoldersThatAreNotTracesAreReported) {
 
 }  // namespace
 }  // namespace attune::profiler
+
+namespace attune::profiler {
+namespace {
+
+// Timestamps no profiler writes (1e308 us) would print as inf or nan; they are refused.
+TEST(ProfilerInput, ImplausibleTimestampsAreRefusedWithTheirEvent) {
+  for (const char* field :
+       {R"("ts": 1e308, "dur": 2)", R"("ts": 10, "dur": 1e300)", R"("ts": -1e200, "dur": 2)"}) {
+    const Result<RankTrace> t = parse_trace_text(
+        std::string(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, )"
+                    R"("dur": 1, "args": {"stream": 7}}, {"ph": "X", "cat": "kernel", )"
+                    R"("name": "k", )") +
+            field + R"(, "args": {"stream": 7}}]})",
+        "r.json");
+    ASSERT_FALSE(t.ok()) << field;
+    EXPECT_EQ(t.error(),
+              "r.json: traceEvents[1] has a ts or dur that is not a plausible time in microseconds")
+        << field;
+  }
+}
+
+}  // namespace
+}  // namespace attune::profiler

@@ -413,7 +413,9 @@ class RuntimeRules : public ::testing::Test {
     sim::World flaky_world(workload_, flaky_config);
     nodes_needed_ = static_cast<std::size_t>(world.nodes_needed());
 
-    auto store = EventStore::open(db, EventStore::Options{.sync = false});
+    EventStore::Options options;
+    options.sync = false;
+    auto store = EventStore::open(db, options);
     EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error());
     if (!store.ok()) return Ledger{};
     std::unique_ptr<Scheduler> scheduler = make_virtual_scheduler(sim::kVirtualStartUnixNs);

@@ -160,12 +160,31 @@ TEST(React, CalibrationStopsWhenEveryLaunchItMayMakeFailed) {
   for (std::uint32_t i = 0; i < launches_max; ++i) {
     const RunId run = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
     ASSERT_NE(run, 0u);
-    campaign.run_for(run, 0.1, RunFailed{0, FailureClass::kOom, "CUDA out of memory", ""});
+    // Failures of differing kinds: no early stop; the launch limit ends the calibration.
+    campaign.run_for(run, 0.1,
+                     i % 2 == 0 ? RunFailed{0, FailureClass::kOom, "CUDA out of memory", ""}
+                                : RunFailed{0, FailureClass::kCrash, "Traceback", ""});
   }
   const std::optional<RecordStop> stop = next_command<RecordStop>(reactions.after_news());
   ASSERT_TRUE(stop);
   EXPECT_EQ(stop->stop.reason, StopReason::kOperator);
   EXPECT_NE(stop->stop.evidence.find("6 of 6 baseline launches"), std::string::npos)
+      << stop->stop.evidence;
+}
+
+TEST(React, CalibrationStopsEarlyWhenTheFirstLaunchesAllFailTheSameWay) {
+  Campaign campaign(CampaignSetup{.calibration_runs = 5, .concurrency = 1});
+  Reactions reactions(campaign);
+  for (std::uint32_t i = 0; i < kCalibrationSameFailuresStop; ++i) {
+    EXPECT_FALSE(next_command<RecordStop>(reactions.after_news())) << "after " << i << " failures";
+    const RunId run = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
+    ASSERT_NE(run, 0u);
+    campaign.run_for(run, 0.1, RunFailed{0, FailureClass::kOom, "CUDA out of memory", ""});
+  }
+  const std::optional<RecordStop> stop = next_command<RecordStop>(reactions.after_news());
+  ASSERT_TRUE(stop) << "the rest of the calibration is not spent";
+  EXPECT_NE(stop->stop.evidence.find("first 3 baseline launches all failed (oom)"),
+            std::string::npos)
       << stop->stop.evidence;
 }
 

@@ -126,7 +126,7 @@ TEST(EventStore, SurvivesReopenAndContinuesTheChain) {
   auto more = (*store)->append("c1", 5, some_events(1));
   ASSERT_TRUE(more.ok());
   EXPECT_EQ((*more)[0].prev_hash, last);
-  auto report = (*store)->verify_chain("c1");
+  auto report = (*store)->verify_chain("c1", KeyLookup());
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->ok());
   EXPECT_EQ(report->events_verified, 6u);
@@ -192,7 +192,7 @@ TEST(EventStore, GroupCommitKeepsConcurrentWritersConsistent) {
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(acknowledged.load(), kThreads * kAppendsPerThread);
   for (const char* campaign : {"c0", "c1"}) {
-    auto report = (*store)->verify_chain(campaign);
+    auto report = (*store)->verify_chain(campaign, KeyLookup());
     ASSERT_TRUE(report.ok());
     EXPECT_TRUE(report->ok()) << report->findings.front();
     EXPECT_EQ(report->events_verified, 2u * kAppendsPerThread);
@@ -232,7 +232,7 @@ TEST(EventStore, RefusesEveryAppendAfterAFailedWriteUntilReopened) {
   auto reopened = EventStore::open(dir.str());
   ASSERT_TRUE(reopened.ok()) << reopened.error();
   EXPECT_EQ((*reopened)->version("c1").value(), 3u);
-  EXPECT_TRUE((*reopened)->verify_chain("c1").value().ok());
+  EXPECT_TRUE((*reopened)->verify_chain("c1", KeyLookup()).value().ok());
   EXPECT_TRUE((*reopened)->append("c1", 3, some_events(1)).ok());
 }
 
@@ -249,10 +249,16 @@ class ChainTamper : public ::testing::Test {
     head_hash_ = appended->back().hash;
     records_ = (*store)->read_raw("c1").value();
     ASSERT_EQ(records_.size(), static_cast<std::size_t>(kEvents));
-    ASSERT_TRUE(verify_records("c1", records_, head_sequence_, head_hash_).ok());
+    ASSERT_TRUE(verify_records("c1", records_, evidence()).ok());
   }
   bool detected(const std::vector<RawRecord>& records) const {
-    return !verify_records("c1", records, head_sequence_, head_hash_).ok();
+    return !verify_records("c1", records, evidence()).ok();
+  }
+  ChainEvidence evidence() const {
+    ChainEvidence e;
+    e.head_sequence = head_sequence_;
+    e.head_hash = head_hash_;
+    return e;
   }
 
   static constexpr int kEvents = 8;
@@ -277,7 +283,7 @@ TEST_F(ChainTamper, DetectsAFieldChangeEvenWhenTheEventsOwnHashIsRecomputed) {
     std::vector<RawRecord> tampered = records_;
     Envelope envelope = decode_envelope(tampered[i].bytes).value();
     std::get<RunMeasured>(envelope.body).tokens_per_sec_per_gpu += 1.0;
-    envelope.hash = chain_hash(envelope);
+    envelope.hash = chain_hash(envelope, nullptr);
     tampered[i].bytes = encode_envelope(envelope, true);
     EXPECT_TRUE(detected(tampered)) << "event " << i + 1;
   }
@@ -320,7 +326,7 @@ TEST_F(ChainTamper, DetectsEveryInsertion) {
     forged.actor = "forger";
     forged.body = RunMeasured{};
     forged.prev_hash = i == 0 ? Digest{} : decode_envelope(records_[i - 1].bytes).value().hash;
-    forged.hash = chain_hash(forged);
+    forged.hash = chain_hash(forged, nullptr);
     tampered.insert(tampered.begin() + static_cast<std::ptrdiff_t>(i),
                     RawRecord{i + 1, encode_envelope(forged, true)});
     for (std::size_t k = i + 1; k < tampered.size(); ++k) tampered[k].key_sequence = k + 1;
@@ -333,18 +339,18 @@ TEST_F(ChainTamper, TheStoreReportsTamperingInTheDatabaseItself) {
   ASSERT_TRUE(store.ok());
   Envelope envelope = decode_envelope(records_[3].bytes).value();
   envelope.actor = "someone-else";
-  envelope.hash = chain_hash(envelope);
+  envelope.hash = chain_hash(envelope, nullptr);
   ASSERT_TRUE((*store)->overwrite_raw_for_testing("c1", 4, encode_envelope(envelope, true)).ok());
-  auto report = (*store)->verify_chain("c1");
+  auto report = (*store)->verify_chain("c1", KeyLookup());
   ASSERT_TRUE(report.ok());
   ASSERT_FALSE(report->ok());
   EXPECT_NE(report->findings.front().find("event 5"), std::string::npos)
       << report->findings.front();
 
   ASSERT_TRUE((*store)->overwrite_raw_for_testing("c1", 4, records_[3].bytes).ok());
-  EXPECT_TRUE((*store)->verify_chain("c1").value().ok());
+  EXPECT_TRUE((*store)->verify_chain("c1", KeyLookup()).value().ok());
   ASSERT_TRUE((*store)->delete_raw_for_testing("c1", kEvents).ok());
-  EXPECT_FALSE((*store)->verify_chain("c1").value().ok());
+  EXPECT_FALSE((*store)->verify_chain("c1", KeyLookup()).value().ok());
 }
 
 }  // namespace

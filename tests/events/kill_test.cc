@@ -71,7 +71,7 @@ TEST(KillWriter, ReopeningLosesNoAcknowledgedEventAndKeepsTheChain) {
     ASSERT_TRUE(store.ok()) << store.error();
     const std::uint64_t version = (*store)->version("victim").value();
     EXPECT_GE(version, last_acknowledged) << "an acknowledged event was lost";
-    auto report = (*store)->verify_chain("victim");
+    auto report = (*store)->verify_chain("victim", KeyLookup());
     ASSERT_TRUE(report.ok()) << report.error();
     EXPECT_TRUE(report->ok()) << report->findings.front();
     EXPECT_EQ(report->events_verified, version);

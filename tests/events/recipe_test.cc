@@ -215,15 +215,19 @@ TEST(RecipeParse, StoreFalseAliasPairCanonicalisesToTheFirstSpelling) {
 }
 
 TEST(RecipeParse, UnknownFlagsAreKept) {
-  const Recipe recipe =
-      parse_ok("--my-switch --my-value 'a b' --my-attached=3 --my-last -1 --also-switch");
+  const Recipe recipe = parse_ok(
+      "--my-switch --my-value 'a b' --my-attached=3 --my-last -1 --also-switch "
+      "--my-list 0:16 2.4B:320");
+  // Their words are kept as a list of shell words, as a launch script passed them.
   EXPECT_EQ(recipe.flags, (std::map<std::string, std::string>{{"--my-switch", ""},
-                                                              {"--my-value", "a b"},
+                                                              {"--my-value", "'a b'"},
                                                               {"--my-attached", "3"},
                                                               {"--my-last", "-1"},
-                                                              {"--also-switch", ""}}));
+                                                              {"--also-switch", ""},
+                                                              {"--my-list", "0:16 2.4B:320"}}));
   EXPECT_EQ(canonical_text(recipe),
-            "--also-switch\n--my-attached 3\n--my-last -1\n--my-switch\n--my-value 'a b'\n");
+            "--also-switch\n--my-attached 3\n--my-last -1\n--my-list 0:16 2.4B:320\n"
+            "--my-switch\n--my-value 'a b'\n");
   EXPECT_EQ(parse_ok(canonical_text(recipe)), recipe);
 }
 
@@ -233,7 +237,7 @@ TEST(RecipeParse, CanonicalTextQuotesWhatTheShellWouldSplit) {
   recipe.command = "python pretrain_gpt.py";
   ASSERT_TRUE(set_flag(recipe, "--tokenizer-model", "/p q/t").ok());
   ASSERT_TRUE(set_flag(recipe, "--wandb-exp-name", "").ok());
-  ASSERT_TRUE(set_flag(recipe, "--wandb-project", "line\nbreak").ok());
+  EXPECT_FALSE(set_flag(recipe, "--wandb-project", "line\nbreak").ok()) << "one line each";
   EXPECT_EQ(canonical_text(recipe),
             "A='x y'\n"
             "B='it'\\''s'\n"
@@ -242,8 +246,7 @@ TEST(RecipeParse, CanonicalTextQuotesWhatTheShellWouldSplit) {
             "E='k=v'\n"
             "python pretrain_gpt.py\n"
             "--tokenizer-model '/p q/t'\n"
-            "--wandb-exp-name ''\n"
-            "--wandb-project 'line\nbreak'\n");
+            "--wandb-exp-name ''\n");
   EXPECT_EQ(parse_ok(canonical_text(recipe)), recipe);
 }
 
@@ -338,7 +341,8 @@ TEST(RecipeErrors, ValueFlagWithoutValue) {
 TEST(RecipeErrors, StrayWordAfterTheFlags) {
   EXPECT_EQ(error_of("python x.py --lr 1\n--bf16 \\\n  --seed 3 4\n"),
             "recipe.sh:3: stray word '4' after the flags started");
-  EXPECT_EQ(error_of("--my-unknown a b"), "recipe.sh:1: stray word 'b' after the flags started");
+  EXPECT_EQ(error_of("--my-unknown a b"), "parsed: --my-unknown a b\n")
+      << "a flag missing from the catalog takes every word up to the next flag";
   EXPECT_EQ(error_of("--cp-comm-type=p2p a2a"),
             "recipe.sh:1: stray word 'a2a' after the flags started");
 }
@@ -486,7 +490,7 @@ TEST(RecipeSetFlag, UnknownFlagsAreKeptAsGiven) {
   ASSERT_TRUE(set_flag(recipe, "my-flag", "a b").ok());
   ASSERT_TRUE(set_flag(recipe, "--my-switch", "").ok());
   EXPECT_EQ(recipe.flags,
-            (std::map<std::string, std::string>{{"--my-flag", "a b"}, {"--my-switch", ""}}));
+            (std::map<std::string, std::string>{{"--my-flag", "'a b'"}, {"--my-switch", ""}}));
   EXPECT_EQ(parse_ok(canonical_text(recipe)), recipe);
 }
 
@@ -574,7 +578,8 @@ std::size_t gen_count(std::size_t min, std::size_t max_exclusive) {
 
 std::string gen_text(bool plain) {
   static const std::string kPlain = "abcxyzABC0129_-./";
-  static const std::string kAny = "abcxyzABC0129_-./:,=+@% \t\n'\"$#;\\&|()*?~`!";
+  // Anything but a newline: a recipe's values are one line each.
+  static const std::string kAny = "abcxyzABC0129_-./:,=+@% \t'\"$#;\\&|()*?~`!";
   const std::string& alphabet = plain ? kPlain : kAny;
   const std::size_t length = gen_count(plain ? 1 : 0, 9);
   std::string text;
@@ -667,11 +672,13 @@ GeneratedRecipe gen_recipe() {
     flag.key = "--attune-test-unknown-" + std::to_string(i);
     flag.spellings = {flag.key};
     if (*rc::gen::arbitrary<bool>()) {
-      flag.value = gen_text(false);
+      const std::string word = gen_text(false);
+      flag.value = word.empty() ? "x" : word;
       flag.arguments = {{flag.value}};
       flag.single_value = true;
     }
-    generated.expected.flags[flag.key] = flag.value;
+    // One word, kept as a shell word (a list of one).
+    generated.expected.flags[flag.key] = flag.value.empty() ? "" : shell_quote(flag.value);
     generated.flags.push_back(std::move(flag));
   }
   return generated;
@@ -781,6 +788,28 @@ RC_GTEST_PROP(RecipeProperty, SetFlagAgreesWithParsing, ()) {
     if (!status.ok()) RC_FAIL(status.error());
   }
   RC_ASSERT(built == generated.expected);
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// A recipe is one command with one-line values: what would break the gate later, or merge two
+// commands silently, is refused where the recipe is read.
+TEST(RecipeErrors, ANewlineInsideAValueOrASecondCommandIsRefused) {
+  EXPECT_EQ(error_of("python x.py --data-path 'a\nb'"),
+            "recipe.sh:1: a quoted word spans lines; a recipe's values are one line each");
+  EXPECT_EQ(error_of("A=\"x\ny\" python x.py --bf16"),
+            "recipe.sh:1: a quoted word spans lines; a recipe's values are one line each");
+  EXPECT_EQ(error_of("python x.py --bf16; rm -rf /tmp/x"),
+            "recipe.sh:1: a second command after ';'; a recipe is one command");
+  EXPECT_EQ(error_of("python x.py; --bf16"),
+            "recipe.sh:1: a second command after ';'; a recipe is one command");
+  // Environment assignments before the command may still end with ';', and flags one per line
+  // (the pasted form) still read.
+  EXPECT_EQ(parse_ok("export A=1; python x.py\n--bf16\n--seed 3").env.at("A"), "1");
 }
 
 }  // namespace

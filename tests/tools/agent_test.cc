@@ -77,7 +77,7 @@ class AgentCampaign : public ::testing::Test {
       const std::string out = (root_ / "campaign.out").string();
       const std::string command = attune() + " campaign run " + file + " --db " + db_ +
                                   " --tuner external --listen unix:" + socket_ + " --json > " +
-                                  out + " 2>&1";
+                                  out + " 2> " + out + ".err";
       ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }

@@ -74,11 +74,13 @@ TEST_F(Campaign, RunsFromCalibrationToAShippedRecipeWithinItsBudget) {
     EXPECT_GT(summary["shipped"]["gain_fraction"].get<double>(),
               summary["baseline"]["band_fraction"].get<double>());
   }
-  // The shipped recipe is written, ready to paste.
+  // The shipped recipe is written as a script that runs (tests/tools/shipped_files_test.cc runs
+  // it), one flag per continued line.
   std::ifstream recipe(summary["shipped"]["recipe_file"].get<std::string>());
   std::stringstream text;
   text << recipe.rdbuf();
-  EXPECT_NE(text.str().find("\n--bf16\n"), std::string::npos) << text.str();
+  EXPECT_TRUE(text.str().starts_with("#!/usr/bin/env bash\n")) << text.str();
+  EXPECT_NE(text.str().find("\n  --bf16 \\\n"), std::string::npos) << text.str();
   // The audit of a finished campaign is clean.
   EXPECT_EQ(run(attune() + " audit --db " + db("a") + " --campaign " +
                 summary["campaign_id"].get<std::string>())

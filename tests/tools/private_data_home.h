@@ -1,6 +1,7 @@
 // Command-line tests run campaigns that read and append the per-user learned-rules catalog
-// ($XDG_DATA_HOME/attune/learned_rules.jsonl). Each test process gets a data folder of its own,
-// removed at exit, so tests neither see nor change the user's catalog or each other's.
+// ($XDG_DATA_HOME/attune/learned_rules.jsonl) and key their ledgers with the per-user keyring
+// ($XDG_CONFIG_HOME/attune/keys). Each test process gets data and config folders of its own,
+// removed at exit, so tests neither see nor change the user's files or each other's.
 #pragma once
 
 #include <stdlib.h>
@@ -19,6 +20,9 @@ inline const std::filesystem::path& private_data_home() {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
     ::setenv("XDG_DATA_HOME", path.c_str(), 1);
+    std::filesystem::create_directories(path / "config");
+    ::setenv("XDG_CONFIG_HOME", (path / "config").c_str(), 1);
+    ::unsetenv("ATTUNE_KEY_DIR");
     std::atexit([] {
       std::error_code ec;
       std::filesystem::remove_all(std::filesystem::temp_directory_path() /

@@ -300,6 +300,7 @@ struct InstallOptions {
   std::vector<std::string> protect;
   std::string attune_path;
   std::string learned_rules;
+  bool force = false;
 };
 
 constexpr char kAgentCommandsMarkdown[] = R"(
@@ -345,6 +346,28 @@ std::string absolute_path(const std::string& path) {
   return (ec ? fs::path(path) : absolute).lexically_normal().string();
 }
 
+// An existing settings file that is not one attune wrote is kept: refused without --force, and
+// copied to a free settings.json.bak[.N] name with it.
+Status keep_existing_settings(const fs::path& settings, bool force) {
+  std::error_code ec;
+  if (!fs::exists(settings, ec)) return Ok{};
+  auto text = read_text_file(settings.string());
+  if (text.ok() && text.value().find(" hook pre-tool --policy ") != std::string::npos) return Ok{};
+  if (!force) {
+    return make_error(settings.string() +
+                      ": exists and was not written by attune agent install; rerun with --force to "
+                      "replace it (a backup is kept beside it)");
+  }
+  fs::path backup = settings.string() + ".bak";
+  for (int n = 1; fs::exists(backup, ec); ++n) {
+    backup = settings.string() + ".bak." + std::to_string(n);
+  }
+  fs::copy_file(settings, backup, ec);
+  if (ec) return make_error(backup.string() + ": cannot keep a backup: " + ec.message());
+  std::cout << "backup    " << backup.string() << " (the settings that were there)\n";
+  return Ok{};
+}
+
 int run_agent_install(const InstallOptions& options) {
   auto socket_path = agent::parse_listen_address(options.socket);
   if (!socket_path.ok()) return fail(socket_path.error());
@@ -365,6 +388,9 @@ int run_agent_install(const InstallOptions& options) {
   const fs::path settings = dir / ".claude" / "settings.json";
   const fs::path policy_file = dir / ".attune" / "agent-policy.toml";
   const fs::path scratch = dir / "scratch";
+  if (Status kept = keep_existing_settings(settings, options.force); !kept.ok()) {
+    return fail(kept.error());
+  }
 
   agent::AccessPolicy policy;
   policy.read_paths.push_back(skill.parent_path().string());
@@ -377,6 +403,7 @@ int run_agent_install(const InstallOptions& options) {
   for (const std::string& path : options.protect) {
     policy.protected_paths.push_back(absolute_path(path));
   }
+  policy.secret_paths = {absolute_path(Keyring::default_dir())};
   policy.attune_path = options.attune_path.empty() ? "attune" : absolute_path(options.attune_path);
   policy.attune_commands = agent::default_attune_commands();
   policy.programs = agent::default_reader_programs();
@@ -538,6 +565,9 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
                               "on PATH)");
   install_command->add_option("--learned-rules", install->learned_rules,
                               "A learned-rules catalog (JSON lines) to include in the skill");
+  install_command->add_flag("--force", install->force,
+                            "Replace a .claude/settings.json that attune did not write (it is kept "
+                            "as settings.json.bak)");
   install_command->callback([&exit_code, install] { exit_code = run_agent_install(*install); });
 
   struct RunAgent {

@@ -39,9 +39,12 @@
 #include "projections/number_format.h"
 #include "projections/render.h"
 #include "tools/attune/agent_supervisor.h"
+#include "tools/attune/baseline_script.h"
+#include "tools/attune/campaign_check.h"
 #include "tools/attune/campaign_runner.h"
 #include "tools/attune/campaign_session.h"
 #include "tools/attune/cli.h"
+#include "tools/attune/shipped_files.h"
 
 namespace attune::cli {
 namespace {
@@ -64,8 +67,10 @@ struct ResumeOptions {
   bool json = false;
 };
 
-std::string shipped_recipe_path(const std::string& db, const std::string& campaign_id) {
-  return (fs::path(db) / (campaign_id + ".shipped.sh")).string();
+// A campaign whose baseline never calibrated had nothing to tune: it ends in an error, not in
+// a shipped baseline that looks like a result.
+bool calibration_failed(const CampaignView& view) {
+  return view.baseline_band.band_run_ids.empty() && view.stop.stop.has_value();
 }
 
 // The final summary: what shipped, against what, at what cost.
@@ -79,17 +84,16 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
     ++launches;
     failed += run.failed && run.failed->failure_class != FailureClass::kInfra ? 1 : 0;
   }
-  const std::string recipe_path = shipped_recipe_path(db, view.campaign_id);
+  std::optional<ShippedFiles> files;
   if (shipped) {
-    std::ofstream out(recipe_path, std::ios::binary | std::ios::trunc);
-    out << "# Shipped by attune, campaign " << view.campaign_id << "\n# "
-        << (shipped->is_baseline
-                ? "the baseline recipe: nothing cleared the band and the gate"
-                : "run " + std::to_string(shipped->run_id) + ", " +
-                      format_signed_percent(shipped->gain_fraction, 2) + " over the baseline")
-        << "\n"
-        << shipped->recipe;
+    auto written = write_shipped_files(state, db);
+    if (!written.ok()) {
+      return fail(written.error() + " (the campaign is recorded; attune status --db " + db +
+                  " --campaign " + view.campaign_id + " prints the shipped recipe)");
+    }
+    files = std::move(written).value();
   }
+  const std::string recipe_path = files ? files->script : "";
   const Budget& budget = view.budget;
   const BaselineBand& band = view.baseline_band;
   if (json) {
@@ -98,6 +102,10 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
     out["ledger"] = db;
     out["shipped"] = {{"recipe", shipped ? shipped->recipe : ""},
                       {"recipe_file", recipe_path},
+                      {"baseline_file", files ? files->baseline : ""},
+                      {"diff_file", files ? files->diff : ""},
+                      {"json_file", files ? files->json : ""},
+                      {"sbatch_file", files ? files->sbatch : ""},
                       {"run_id", shipped ? shipped->run_id : 0},
                       {"is_baseline", shipped ? shipped->is_baseline : true},
                       {"gain_fraction", shipped ? shipped->gain_fraction : 0.0},
@@ -120,7 +128,7 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
     out["failed_launches"] = failed;
     out["refused_proposals"] = view.ledger.refused.size();
     std::cout << out.dump(2) << "\n";
-    return kExitOk;
+    return calibration_failed(view) ? fail(view.stop.stop->evidence) : kExitOk;
   }
   std::cout << "\n" << render_ledger_text(view) << "\n";
   std::cout << "shipped   ";
@@ -149,9 +157,15 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
   }
   std::cout << "launches  " << launches << " (" << failed << " failed), "
             << view.ledger.refused.size() << " proposals refused\n";
-  std::cout << "recipe    " << recipe_path << "\n";
+  if (files) {
+    std::cout << "recipe    " << files->script << " (runs as it stands: bash "
+              << fs::path(files->script).filename().string() << ")\n"
+              << "baseline  " << files->baseline << ", diff " << files->diff << ", json "
+              << files->json << "\n";
+    if (!files->sbatch.empty()) std::cout << "sbatch    " << files->sbatch << "\n";
+  }
   std::cout << "ledger    " << db << " (campaign " << view.campaign_id << ")\n";
-  return kExitOk;
+  return calibration_failed(view) ? fail(view.stop.stop->evidence) : kExitOk;
 }
 
 // How long a supervisor's give-up waits for room in the scheduler's queue before trying again.
@@ -173,7 +187,18 @@ Result<std::string> listen_path(const std::string& tuner, const AgentOptions& ag
   if (agent.listen.empty()) {
     return make_error("the external tuner needs a control socket: --listen unix:PATH");
   }
-  return agent::parse_listen_address(agent.listen);
+  auto path = agent::parse_listen_address(agent.listen);
+  if (!path.ok()) return path;
+  // Only a socket is ever replaced (a stale one, by the server): anything else there is the
+  // user's, and refused before the ledger or the keyring is touched.
+  std::error_code ec;
+  const auto existing = fs::symlink_status(path.value(), ec);
+  if (!ec && existing.type() != fs::file_type::not_found &&
+      existing.type() != fs::file_type::socket) {
+    return make_error("cannot listen on " + path.value() +
+                      ": something that is not a socket is there; choose another path");
+  }
+  return path;
 }
 
 // Runs the campaign's loop. With an external tuner the control socket serves the agent while
@@ -266,7 +291,7 @@ Result<ControlState> run_campaign_quietly(const CampaignSpec& spec, const std::s
   options.start_unix_ns = sim::kVirtualStartUnixNs;
   auto session = CampaignSession::build(opened, db, campaign_id, options);
   if (!session.ok()) return make_error(session.error());
-  auto store = EventStore::open(db);
+  auto store = open_ledger_for_writing(db);
   if (!store.ok()) return make_error(store.error());
   auto version = (*store)->version(campaign_id);
   if (!version.ok()) return make_error(version.error());
@@ -288,6 +313,21 @@ int run_campaign(const RunOptions& options) {
   if (!spec.ok()) return fail(spec.error());
   if (options.seed) spec->seed = *options.seed;
   if (options.tuner) spec->tuner = *options.tuner;
+  std::vector<std::string> script_warnings;
+  if (Status script = resolve_baseline_script(spec.value(), script_warnings); !script.ok()) {
+    return fail(script.error());
+  }
+  for (const std::string& warning : script_warnings) {
+    std::cerr << "attune: warning: " << options.campaign_file << ": " << warning << "\n";
+  }
+  // The preflight: a campaign that cannot work is refused before it spends anything.
+  const PreflightReport preflight_report = preflight(spec.value());
+  if (!preflight_report.problems.empty()) {
+    for (const std::string& problem : preflight_report.problems) {
+      std::cerr << "attune: " << options.campaign_file << ": " << problem << "\n";
+    }
+    return kExitError;
+  }
   auto socket_path = listen_path(spec->tuner, options.agent);
   if (!socket_path.ok()) return fail(socket_path.error());
   if (!spec->policy_bytes.empty()) {
@@ -298,13 +338,14 @@ int run_campaign(const RunOptions& options) {
   CampaignOpened opened = campaign_opened(spec.value());
   Status learned = attach_learned_rules(spec.value(), opened);
   if (!learned.ok()) return fail(learned.error());
+  record_paths_for_resume(options.db, opened);
   SessionOptions session_options;
   session_options.progress = !options.json;
   session_options.slurm = slurm_options_of(spec.value());
   session_options.start_unix_ns = sim::kVirtualStartUnixNs;
   auto session = CampaignSession::build(opened, options.db, campaign_id, session_options);
   if (!session.ok()) return fail(options.campaign_file + ": " + session.error());
-  auto store = EventStore::open(options.db);
+  auto store = open_ledger_for_writing(options.db);
   if (!store.ok()) return fail(store.error());
   auto version = (*store)->version(campaign_id);
   if (!version.ok()) return fail(version.error());
@@ -317,6 +358,10 @@ int run_campaign(const RunOptions& options) {
     Status saved =
         save_slurm_options(slurm_options_path(options.db, campaign_id), *session_options.slurm);
     if (!saved.ok()) return fail(saved.error());
+  }
+  if (Status shape = save_baseline_shape(options.db, campaign_id, spec->baseline_shape);
+      !shape.ok()) {
+    return fail(shape.error());
   }
   CampaignSession& campaign = **session;
   campaign.attach(**store);
@@ -365,10 +410,22 @@ Result<RecordedCampaign> recorded_campaign(const EventStore& store, const std::s
 int resume_campaign(const ResumeOptions& options) {
   std::error_code ec;
   if (!fs::exists(fs::path(options.db) / "CURRENT", ec)) return fail("no ledger in " + options.db);
-  auto store = EventStore::open(options.db);
+  auto store = open_ledger_for_writing(options.db);
   if (!store.ok()) return fail(store.error());
+  if (!is_valid_campaign_id(options.campaign)) {
+    return fail("invalid campaign id '" + options.campaign +
+                "': expected 1-64 characters of [A-Za-z0-9._-], not starting with '.'");
+  }
   auto recorded = recorded_campaign(**store, options.db, options.campaign);
   if (!recorded.ok()) return fail(recorded.error());
+  // A campaign is continued only on a chain that holds: resuming would extend a broken one.
+  auto chain = verify_campaign_chain(**store, options.campaign);
+  if (!chain.ok()) return fail(chain.error());
+  if (chain->word != "verified") {
+    return fail("campaign " + options.campaign + " is not resumed: its hash chain is " +
+                chain->word + " (" + chain->reason + "); see attune audit --db " + options.db +
+                " --campaign " + options.campaign);
+  }
   const CampaignOpened& opened = recorded->opened;
   SessionOptions session_options;
   session_options.progress = !options.json;
@@ -420,6 +477,38 @@ int run_campaign_file(const std::string& campaign_file, const std::string& db,
   return run_campaign(options);
 }
 
+int check_campaign(const std::string& file, bool json) {
+  auto spec = parse_campaign_file(file);
+  if (!spec.ok()) return fail(spec.error());
+  std::vector<std::string> warnings;
+  if (Status script = resolve_baseline_script(spec.value(), warnings); !script.ok()) {
+    return fail(script.error());
+  }
+  PreflightReport report = preflight(spec.value());
+  for (const std::string& warning : warnings) report.notes.push_back("warning   " + warning);
+  if (json) {
+    std::cout << nlohmann::json{{"schema_version", 1},
+                                {"campaign_file", file},
+                                {"ready", report.problems.empty()},
+                                {"problems", report.problems},
+                                {"notes", report.notes},
+                                {"batch_script", report.batch_script}}
+                     .dump(2)
+              << "\n";
+    return report.problems.empty() ? kExitOk : kExitNo;
+  }
+  for (const std::string& problem : report.problems) {
+    std::cout << "problem   " << problem << "\n";
+  }
+  if (!report.problems.empty()) return kExitNo;
+  for (const std::string& note : report.notes) std::cout << note << "\n";
+  if (!report.batch_script.empty()) {
+    std::cout << "\nThe baseline's first batch script (not submitted):\n" << report.batch_script;
+  }
+  std::cout << "ready     nothing refuses this campaign\n";
+  return kExitOk;
+}
+
 void add_campaign_commands(CLI::App& app, int& exit_code) {
   CLI::App* campaign = app.add_subcommand("campaign", "Run and resume campaigns");
   campaign->require_subcommand(1);
@@ -441,6 +530,20 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
                   "propose, wait, status, ... with --socket PATH or ATTUNE_SOCKET)");
   run->add_flag("--json", run_options->json, "Print the final summary as one JSON object");
   run->callback([&exit_code, run_options] { exit_code = run_campaign(*run_options); });
+
+  auto check_file = std::make_shared<std::string>();
+  auto check_json = std::make_shared<bool>(false);
+  CLI::App* check = campaign->add_subcommand(
+      "check",
+      "The preflight, without a launch: the workload against the baseline (sizes, precision, "
+      "parallel degrees, layers), values that are not finite, the memory prediction, the "
+      "calibration's cost against the budget, the launcher's readiness (Slurm: commands, "
+      "template, one rendered batch script). Exit 0 ready, 1 with one line per problem");
+  check->add_option("CAMPAIGN.toml", *check_file, "The campaign file")->required();
+  check->add_flag("--json", *check_json, "Print the report as one JSON object");
+  check->callback([&exit_code, check_file, check_json] {
+    exit_code = check_campaign(*check_file, *check_json);
+  });
 
   auto resume_options = std::make_shared<ResumeOptions>();
   CLI::App* resume = campaign->add_subcommand(

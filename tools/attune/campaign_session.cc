@@ -1,6 +1,12 @@
 #include "tools/attune/campaign_session.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -61,16 +67,26 @@ std::function<std::vector<LeverRuleLearned>(const ControlState&)> rule_learner()
 
 // The policy a campaign recorded, re-read and checked against the hash recorded when it opened:
 // a policy is fixed for the whole campaign.
-Result<Policy> load_policy(const CampaignOpened& opened) {
+Result<Policy> load_policy(const CampaignOpened& opened, const std::string& db) {
   if (opened.policy_path.empty()) return default_policy();
-  auto bytes = read_text_file(opened.policy_path);
-  if (!bytes.ok()) return make_error(bytes.error());
+  // Recorded relative to the ledger (older ledgers: to the folder the campaign ran in).
+  std::string path = opened.policy_path;
+  std::error_code ec;
+  const fs::path beside_ledger = fs::path(db) / path;
+  if (fs::path(path).is_relative() && fs::exists(beside_ledger, ec)) {
+    path = beside_ledger.lexically_normal().string();
+  }
+  auto bytes = read_text_file(path);
+  if (!bytes.ok()) {
+    return make_error(bytes.error() + " (the campaign's policy, recorded as '" +
+                      opened.policy_path + "' relative to the ledger " + db + ")");
+  }
   if (to_hex(sha256(bytes.value())) != opened.policy_hash) {
-    return make_error(opened.policy_path +
+    return make_error(path +
                       ": the policy file changed after the campaign opened (its hash differs "
                       "from the one recorded); a campaign's policy is fixed");
   }
-  return parse_policy(bytes.value(), opened.policy_path);
+  return parse_policy(bytes.value(), path);
 }
 
 std::string slurm_jobs_dir(const std::string& campaign_id) {
@@ -89,10 +105,30 @@ Status attach_learned_rules(const CampaignSpec& spec, CampaignOpened& opened) {
   }
   auto text = read_text_file(opened.learned_rules_path);
   if (!text.ok()) return make_error(text.error());
-  auto parsed = parse_learned_rules(text.value(), opened.learned_rules_path);
+  std::string torn;
+  auto parsed = parse_learned_rules(text.value(), opened.learned_rules_path, &torn);
   if (!parsed.ok()) return make_error(parsed.error());
-  opened.learned_rules = text.value();
+  if (!torn.empty()) std::cerr << "attune: warning: " << torn << "\n";
+  opened.learned_rules.clear();
+  for (const LearnedRule& rule :
+       rules_for_launcher(std::move(parsed).value(), spec.launcher, spec.simulated_rules)) {
+    opened.learned_rules += learned_rule_line(rule);
+  }
   return Ok{};
+}
+
+void record_paths_for_resume(const std::string& db, CampaignOpened& opened) {
+  std::error_code ec;
+  if (!opened.policy_path.empty() && !opened.policy_path.starts_with("/")) {
+    const fs::path relative = fs::absolute(opened.policy_path, ec)
+                                  .lexically_normal()
+                                  .lexically_relative(fs::absolute(db, ec).lexically_normal());
+    if (!ec && !relative.empty()) opened.policy_path = relative.string();
+  }
+  if (!opened.learned_rules_path.empty()) {
+    const fs::path absolute = fs::absolute(opened.learned_rules_path, ec);
+    if (!ec) opened.learned_rules_path = absolute.lexically_normal().string();
+  }
 }
 
 // The Slurm launcher's record of its options beside the ledger: `campaign resume` watches the
@@ -144,7 +180,7 @@ Result<std::unique_ptr<CampaignSession>> CampaignSession::build(const CampaignOp
       static_cast<int>(opened.seq_length), static_cast<int>(opened.global_batch), *precision);
   if (!workload.ok()) return make_error(workload.error());
   session->workload_ = workload.value();
-  auto policy = load_policy(opened);
+  auto policy = load_policy(opened, session->db_);
   if (!policy.ok()) return make_error(policy.error());
   session->policy_ = std::move(policy).value();
   auto baseline = parse_recipe(opened.baseline_recipe, "the recorded baseline recipe");
@@ -248,6 +284,31 @@ Status CampaignSession::resume() {
   return runtime_->resume();
 }
 
+// Appends whole lines to a catalog that other campaigns read and append to, under an exclusive
+// lock: a torn last line (a writer that stopped mid-line) is cut first, then the lines go in one
+// write and are synced.
+Status append_whole_lines(const std::string& path, const std::string& lines) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(path + ": cannot append: " + std::strerror(errno));
+  bool ok = ::flock(fd, LOCK_EX) == 0;
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  off_t keep = size;
+  char byte = '\n';
+  while (ok && keep > 0 && ::pread(fd, &byte, 1, keep - 1) == 1 && byte != '\n') --keep;
+  if (ok && keep != size) {
+    ok = ::ftruncate(fd, keep) == 0;
+    std::cerr << "attune: warning: " << path << ": cut a torn last line of " << (size - keep)
+              << " bytes before appending\n";
+  }
+  ok = ok && ::write(fd, lines.data(), lines.size()) == static_cast<ssize_t>(lines.size());
+  ok = ok && ::fsync(fd) == 0;
+  ::close(fd);  // releases the lock
+  if (!ok) return make_error(path + ": cannot append the learned rules: " + std::strerror(errno));
+  return Ok{};
+}
+
 Status CampaignSession::finish() {
   const ControlState& state = runtime_->state();
   const CampaignView& view = state.view;
@@ -255,17 +316,15 @@ Status CampaignSession::finish() {
   std::vector<LearnedRule> learned;
   std::string lines;
   for (const LearnedRuleRecord& record : state.learned_rules) {
-    LearnedRule rule{record.rule.lever,  record.rule.when, record.rule.effect,
-                     record.rule.action, record.rule.rule, record.rule.evidence_run_ids};
+    LearnedRule rule{record.rule.lever,     record.rule.when, record.rule.effect,
+                     record.rule.action,    record.rule.rule, record.rule.evidence_run_ids,
+                     view.settings.launcher};
     if (record.sequence > first_sequence_) lines += learned_rule_line(rule);
     learned.push_back(std::move(rule));
   }
   if (!lines.empty() && !view.settings.learned_rules_path.empty()) {
-    std::error_code ec;
-    fs::create_directories(fs::path(view.settings.learned_rules_path).parent_path(), ec);
-    std::ofstream out(view.settings.learned_rules_path, std::ios::binary | std::ios::app);
-    out << lines;
-    if (!out) return make_error(view.settings.learned_rules_path + ": cannot append");
+    Status appended = append_whole_lines(view.settings.learned_rules_path, lines);
+    if (!appended.ok()) return appended;
   }
   std::ofstream summary(fs::path(db_) / (view.campaign_id + ".summary.md"),
                         std::ios::binary | std::ios::trunc);

@@ -94,6 +94,10 @@ class CampaignSession {
 // what the tuner read and a resumed campaign reads the same. A catalog that does not parse is an
 // error naming its line.
 Status attach_learned_rules(const CampaignSpec& spec, CampaignOpened& opened);
+// Records the policy's path relative to the ledger and the learned-rules catalog's as an absolute
+// path, so that `campaign resume` finds both from any working folder (and the policy after the
+// ledger and the policy moved together).
+void record_paths_for_resume(const std::string& db, CampaignOpened& opened);
 
 // The Slurm launcher's options from a campaign file, and where they are kept beside the ledger.
 SlurmLauncherOptions slurm_options_of(const CampaignSpec& spec);

@@ -13,14 +13,57 @@ int fail(const std::string& message) {
   return kExitError;
 }
 
+Keyring user_keyring() { return Keyring(Keyring::default_dir()); }
+
+std::string anchor_mirror_root() {
+  const std::string keys = Keyring::default_dir();
+  return keys.empty() ? "" : (std::filesystem::path(keys).parent_path() / "anchors").string();
+}
+
 Result<std::unique_ptr<EventStore>> open_ledger_read_only(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      return make_error("cannot read the ledger at " + dir + ": " + ec.message());
+    }
     return make_error("no ledger at " + dir + ": no such directory");
   }
   EventStore::Options options;
   options.read_only = true;
+  options.anchor_mirror_root = anchor_mirror_root();
   return EventStore::open(dir, options);
+}
+
+Result<std::unique_ptr<EventStore>> open_ledger_for_writing(const std::string& dir) {
+  const Keyring keyring = user_keyring();
+  const bool existed = !keyring.dir().empty() && keyring.current(false).ok();
+  auto key = keyring.current(true);
+  if (!key.ok()) return make_error("the ledger key: " + key.error());
+  if (!existed) {
+    std::cerr << "attune: created the ledger key " << key->id << " in " << keyring.dir()
+              << " (keep it; audits verify the ledger with it)\n";
+  }
+  EventStore::Options options;
+  options.key = key.value();
+  options.anchor_mirror_root = anchor_mirror_root();
+  return EventStore::open(dir, options);
+}
+
+Result<ChainVerdict> verify_campaign_chain(const EventStore& store, const std::string& campaign) {
+  auto report = store.verify_chain(campaign, user_keyring().lookup());
+  if (!report.ok()) return make_error(report.error());
+  ChainVerdict verdict;
+  verdict.report = std::move(report).value();
+  if (!verdict.report.ok()) {
+    verdict.word = "broken";
+    verdict.reason = verdict.report.findings.front();
+  } else if (!verdict.report.verified()) {
+    verdict.word = "unverifiable";
+    verdict.reason = verdict.report.unverifiable.front();
+  } else {
+    verdict.word = "verified";
+  }
+  return verdict;
 }
 
 Result<std::string> pick_campaign(const EventStore& store,
@@ -39,6 +82,12 @@ Result<std::string> pick_campaign(const EventStore& store,
     std::string names;
     for (const std::string& name : campaigns.value()) names += (names.empty() ? "" : ", ") + name;
     return make_error("the ledger holds several campaigns; pick one with --campaign: " + names);
+  }
+  // An id read from the ledger becomes file names: one that could leave the ledger's folder is
+  // a damaged or forged key.
+  if (!is_valid_campaign_id(campaigns->front())) {
+    return make_error("the ledger names a campaign '" + campaigns->front() +
+                      "' that is not a valid id (damaged or forged)");
   }
   return campaigns->front();
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "events/event_store.h"
+#include "events/ledger_key.h"
 #include "events/result.h"
 
 namespace CLI {
@@ -24,8 +25,24 @@ constexpr int kExitError = 2;
 // Prints "attune: MESSAGE" as one line on stderr and returns kExitError.
 int fail(const std::string& message);
 
+// The user's keyring (events/ledger_key.h) and the folder beside it where anchors are mirrored.
+Keyring user_keyring();
+std::string anchor_mirror_root();
+
 // Opens the ledger in `dir` read-only (views never write).
 Result<std::unique_ptr<EventStore>> open_ledger_read_only(const std::string& dir);
+// Opens (or creates) the ledger in `dir` for a campaign to write: its events keyed with the
+// keyring's current key, created on first use (a line on stderr says where).
+Result<std::unique_ptr<EventStore>> open_ledger_for_writing(const std::string& dir);
+
+// The chain of a campaign verified with the user's keyring, as one word: "verified",
+// "unverifiable" or "broken", and the first reason when it is not verified.
+struct ChainVerdict {
+  std::string word;
+  std::string reason;
+  ChainReport report;
+};
+Result<ChainVerdict> verify_campaign_chain(const EventStore& store, const std::string& campaign);
 
 // The campaign to show: `requested` if given (it must exist), else the only campaign in the
 // ledger; an error names the campaigns when there are several.
@@ -42,6 +59,8 @@ void add_trace_commands(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);  // compare     // trace breakdown
 // propose, profile, wait, log, stop, hook stop|pre-tool, agent install|run
 void add_agent_commands(CLI::App& app, int& exit_code);
+void add_recipe_commands(CLI::App& app, int& exit_code);  // recipe show
+void add_key_commands(CLI::App& app, int& exit_code);     // key show|rotate|export|import
 // `attune status --socket PATH`: a live campaign's status from its control socket.
 int live_status(const std::string& socket, bool as_json);
 // Adds `check` (layer 1: the configuration check) to the `gate` subcommand.

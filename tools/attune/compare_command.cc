@@ -29,6 +29,7 @@
 #include "gate/policy.h"
 #include "projections/number_format.h"
 #include "projections/text_table.h"
+#include "tools/attune/baseline_script.h"
 #include "tools/attune/campaign_runner.h"
 #include "tools/attune/cli.h"
 
@@ -168,6 +169,10 @@ double p_stratified(const std::vector<double>& a, const std::vector<double>& b) 
 int run_compare(const CompareOptions& options) {
   auto spec = parse_campaign_file(options.campaign_file);
   if (!spec.ok()) return fail(spec.error());
+  std::vector<std::string> script_warnings;
+  if (Status script = resolve_baseline_script(spec.value(), script_warnings); !script.ok()) {
+    return fail(script.error());
+  }
   if (spec->launcher != "sim") {
     return fail(options.campaign_file +
                 ": attune compare runs on the simulated cluster; the "

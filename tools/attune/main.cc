@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   attune::cli::add_trace_commands(app, exit_code);
   attune::cli::add_compare_command(app, exit_code);
   attune::cli::add_agent_commands(app, exit_code);
+  attune::cli::add_key_commands(app, exit_code);
+  attune::cli::add_recipe_commands(app, exit_code);
 
   try {
     app.parse(argc, argv);

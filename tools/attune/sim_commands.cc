@@ -43,13 +43,15 @@ struct SimOptions {
 void add_workload_options(CLI::App* command, SimOptions& o) {
   command->add_option("--model", o.model, "Model preset name or a model TOML file")->required();
   command->add_option("--gpu", o.gpu, "Hardware preset name or a hardware TOML file")->required();
-  command->add_option("--gpus", o.gpus, "Number of GPUs")->required()->check(CLI::PositiveNumber);
-  command->add_option("--seq", o.seq, "Sequence length (tokens)")
+  command->add_option("--gpus", o.gpus, "Number of GPUs (1 to 1048576)")
       ->required()
-      ->check(CLI::PositiveNumber);
-  command->add_option("--gbs", o.gbs, "Global batch size (sequences)")
+      ->check(CLI::Range(1, 1 << 20));
+  command->add_option("--seq", o.seq, "Sequence length (tokens, 1 to 1048576)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
+  command->add_option("--gbs", o.gbs, "Global batch size (sequences, 1 to 16777216)")
+      ->required()
+      ->check(CLI::Range(1, 1 << 24));
   command->add_option("--precision", o.precision, "bf16 or fp8")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp8"}));
@@ -109,11 +111,8 @@ Result<Recipe> load_recipe(const SimOptions& o) {
     const std::size_t eq = setting.find('=');
     const std::string name = setting.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : setting.substr(eq + 1);
-    if (is_env_name(name)) {
-      recipe.env[name] = value;
-      continue;
-    }
-    Status status = set_flag(recipe, name, value);
+    Status status =
+        is_env_name(name) ? set_env(recipe, name, value) : set_flag(recipe, name, value);
     if (!status.ok()) return make_error("--set " + setting + ": " + status.error());
   }
   return recipe;
@@ -348,7 +347,7 @@ void add_sim_commands(CLI::App& app, int& exit_code) {
   add_workload_options(sweep, *sweep_options);
   sweep->add_option("--top", sweep_options->top, "How many layouts to print")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 100000));
   sweep
       ->add_option("--mbs", sweep_options->mbs,
                    "Microbatch sizes to try (default: the recipe's only)")

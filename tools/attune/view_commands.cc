@@ -80,10 +80,15 @@ int run_status(const ViewOptions& options) {
   for (const std::string& campaign_id : campaigns) {
     auto view = fold_campaign(**store, campaign_id);
     if (!view.ok()) return fail(view.error());
+    auto chain = verify_campaign_chain(**store, campaign_id);
+    if (!chain.ok()) return fail(chain.error());
     if (options.json) {
-      out.push_back(to_json(view.value()));
+      nlohmann::json one = to_json(view.value());
+      one["chain"] = {{"verdict", chain->word}, {"reason", chain->reason}};
+      out.push_back(std::move(one));
     } else {
-      std::cout << render_status_text(view.value());
+      std::cout << render_status_text(view.value()) << "chain     " << chain->word
+                << (chain->reason.empty() ? "" : " (" + chain->reason + ")") << "\n";
       if (campaigns.size() > 1) std::cout << "\n";
     }
   }
@@ -91,47 +96,69 @@ int run_status(const ViewOptions& options) {
   return kExitOk;
 }
 
+nlohmann::json chain_json(const ChainVerdict& chain) {
+  return {{"verdict", chain.word},
+          {"ok", chain.report.ok()},
+          {"verified", chain.report.verified()},
+          {"events_verified", chain.report.events_verified},
+          {"findings", chain.report.findings},
+          {"unverifiable", chain.report.unverifiable}};
+}
+
+void print_chain(const ChainVerdict& chain) {
+  std::cout << "hash chain: " << chain.word << ", " << chain.report.events_verified
+            << " events read\n";
+  for (const std::string& finding : chain.report.findings) std::cout << "  " << finding << "\n";
+  for (const std::string& gap : chain.report.unverifiable) {
+    std::cout << "  unverifiable: " << gap << "\n";
+  }
+}
+
+// A chain that is not verified answers "no": broken, or unverifiable without its key.
+int chain_exit(const ChainVerdict& chain, const std::string& campaign_id) {
+  if (chain.word == "verified") return kExitOk;
+  std::cerr << "attune: the hash chain of campaign " << campaign_id << " is " << chain.word << ": "
+            << chain.reason << "\n";
+  return kExitNo;
+}
+
 int run_replay(const ViewOptions& options) {
   auto loaded = load(options);
   if (!loaded.ok()) return fail(loaded.error());
-  auto chain = loaded->store->verify_chain(loaded->campaign_id);
+  auto chain = verify_campaign_chain(*loaded->store, loaded->campaign_id);
   if (!chain.ok()) return fail(chain.error());
   auto view = fold_campaign(*loaded->store, loaded->campaign_id);
   if (!view.ok()) return fail(view.error());
   if (options.json) {
     nlohmann::json out = to_json(view.value());
-    out["chain"] = {{"ok", chain->ok()},
-                    {"events_verified", chain->events_verified},
-                    {"findings", chain->findings}};
+    out["chain"] = chain_json(chain.value());
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << render_status_text(view.value()) << "\n" << render_ledger_text(view.value());
-    std::cout << "\nhash chain: " << (chain->ok() ? "intact" : "BROKEN") << ", "
-              << chain->events_verified << " events verified\n";
-    for (const std::string& finding : chain->findings) std::cout << "  " << finding << "\n";
+    std::cout << "\n";
+    print_chain(chain.value());
   }
-  if (!chain->ok()) {
-    std::cerr << "attune: the hash chain of campaign " << loaded->campaign_id
-              << " is broken: " << chain->findings.front() << "\n";
-    return kExitNo;
-  }
-  return kExitOk;
+  return chain_exit(chain.value(), loaded->campaign_id);
 }
 
 int run_audit(const ViewOptions& options) {
   auto loaded = load(options);
   if (!loaded.ok()) return fail(loaded.error());
-  auto chain = loaded->store->verify_chain(loaded->campaign_id);
+  auto chain = verify_campaign_chain(*loaded->store, loaded->campaign_id);
   if (!chain.ok()) return fail(chain.error());
   // A stream that does not decode is itself an inconsistency, reported by the chain check.
   CampaignView view = initial_view();
-  if (chain->ok()) {
+  if (chain->report.ok()) {
     auto folded = fold_campaign(*loaded->store, loaded->campaign_id);
     if (!folded.ok()) return fail(folded.error());
     view = std::move(folded).value();
   }
   const Audit& audit = view.audit;
-  const bool consistent = chain->ok() && audit.findings.empty();
+  // Consistent only when the chain is verified too: without its key, it is unverifiable.
+  const bool consistent = chain->report.verified() && audit.findings.empty();
+  const std::string verdict = !chain->report.ok() || !audit.findings.empty() ? "inconsistent"
+                              : consistent                                   ? "consistent"
+                                                                             : "unverifiable";
   if (options.json) {
     // The audit's lists as the projections render them, with strings made valid UTF-8 (a
     // refused object cut at its size limit may end inside a character), then the chain check
@@ -139,15 +166,12 @@ int run_audit(const ViewOptions& options) {
     nlohmann::json out = to_json(audit);
     out["campaign_id"] = loaded->campaign_id;
     out["consistent"] = consistent;
-    out["chain"] = {{"ok", chain->ok()},
-                    {"events_verified", chain->events_verified},
-                    {"findings", chain->findings}};
+    out["verdict"] = verdict;
+    out["chain"] = chain_json(chain.value());
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << "audit of campaign " << loaded->campaign_id << "\n";
-    std::cout << "hash chain: " << (chain->ok() ? "intact" : "BROKEN") << ", "
-              << chain->events_verified << " events verified\n";
-    for (const std::string& finding : chain->findings) std::cout << "  " << finding << "\n";
+    print_chain(chain.value());
     std::cout << "charges (" << audit.charges.size() << "):\n";
     for (const ChargeEntry& charge : audit.charges) {
       std::cout << "  #" << charge.sequence << " run " << charge.run_id << " "
@@ -180,11 +204,11 @@ int run_audit(const ViewOptions& options) {
     for (const AuditFinding& finding : audit.findings) {
       std::cout << "  #" << finding.sequence << " " << finding.message << "\n";
     }
-    std::cout << (consistent ? "consistent\n" : "INCONSISTENT\n");
+    std::cout << verdict << "\n";
   }
   if (!consistent) {
-    std::cerr << "attune: campaign " << loaded->campaign_id << " is inconsistent: "
-              << (chain->ok() ? audit.findings.front().message : chain->findings.front()) << "\n";
+    std::cerr << "attune: campaign " << loaded->campaign_id << " is " << verdict << ": "
+              << (!audit.findings.empty() ? audit.findings.front().message : chain->reason) << "\n";
     return kExitNo;
   }
   return kExitOk;

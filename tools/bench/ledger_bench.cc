@@ -219,7 +219,7 @@ void BM_VerifyChain(benchmark::State& state) {
   auto store = EventStore::open(ledger.dir(), options);
   std::uint64_t events = 0;
   for (auto _ : state) {
-    auto report = (*store)->verify_chain("replay");
+    auto report = (*store)->verify_chain("replay", KeyLookup());
     if (!report.ok() || !report->ok()) state.SkipWithError("chain broken");
     events += report->events_verified;
   }

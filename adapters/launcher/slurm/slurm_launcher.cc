@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "adapters/launcher/disk_space.h"
 #include "adapters/launcher/job_journal.h"
 #include "adapters/launcher/slurm/sbatch_script.h"
 #include "adapters/metrics/megatron_log.h"
@@ -546,6 +547,8 @@ void SlurmLauncher::finished(Job& job, const SlurmJobFacts& facts, const std::st
   report_finished.facts_source = source;
   report_finished.log_path = reported_path(job.log_file);
   report_finished.cancel_reason = job.cancel_reason;
+  // A log cut short by a full disk (where attune reads it) says nothing of the recipe.
+  report_finished.launcher_error = full_disk_note(job.log_file).value_or("");
   reports.push_back(report_finished);
 }
 

@@ -120,6 +120,7 @@ Result<LlmSettings> parse_llm_settings(std::string_view toml_text, const EnvLook
   }
   static const std::set<std::string> kKeys = {"name",
                                               "learned_rules",
+                                              "simulated_rules",
                                               "dialect",
                                               "endpoint",
                                               "model",

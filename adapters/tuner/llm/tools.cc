@@ -206,7 +206,9 @@ Result<Recipe> apply_changes(Recipe recipe, const std::vector<RecipeChange>& cha
   for (const RecipeChange& change : changes) {
     if (change.env) {
       if (change.value) {
-        recipe.env[change.name] = *change.value;
+        if (Status set = set_env(recipe, change.name, *change.value); !set.ok()) {
+          return make_error(set.error());
+        }
       } else if (recipe.env.erase(change.name) == 0) {
         return make_error("env " + change.name + " is not set in the parent recipe");
       }

@@ -1,0 +1,59 @@
+// The scripts written for users: the baseline's order and launcher, changes marked, a diff.
+#include "core/runnable_recipe.h"
+
+#include <gtest/gtest.h>
+
+namespace attune {
+namespace {
+
+Recipe parsed(const std::string& text) {
+  auto recipe = parse_recipe(text, "r");
+  EXPECT_TRUE(recipe.ok()) << recipe.error();
+  return recipe.ok() ? recipe.value() : Recipe{};
+}
+
+TEST(RunnableScript, KeepsTheBaselinesOrderAndMarksWhatChanged) {
+  const std::string text =
+      "export NCCL_X=1\npython pretrain_gpt.py --seq-length 4096 --bf16 "
+      "--tensor-model-parallel-size 2 --lr 1e-4";
+  const Recipe baseline = parsed(text);
+  Recipe shipped = baseline;
+  ASSERT_TRUE(set_flag(shipped, "--tensor-model-parallel-size", "4").ok());
+  ASSERT_TRUE(set_flag(shipped, "--overlap-grad-reduce", "").ok());
+  ASSERT_TRUE(remove_flag(shipped, "--bf16").ok());
+  ScriptShape shape{"torchrun --nproc_per_node 8", recipe_order(text)};
+  EXPECT_EQ(shape.order.flags, (std::vector<std::string>{"--seq-length", "--bf16",
+                                                         "--tensor-model-parallel-size", "--lr"}));
+  EXPECT_EQ(runnable_script(shipped, baseline, shape, {"title"}),
+            "#!/usr/bin/env bash\n"
+            "# title\n"
+            "# 3 settings differ from the baseline (lines marked $(: changed)):\n"
+            "#   removed: --bf16\n"
+            "#   added:   --overlap-grad-reduce\n"
+            "#   changed: --tensor-model-parallel-size 2  ->  --tensor-model-parallel-size 4\n"
+            "set -e\n"
+            "export NCCL_X=1\n"
+            "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+            "  --seq-length 4096 \\\n"
+            "  --tensor-model-parallel-size 4 $(: changed) \\\n"
+            "  --lr 1e-04 \\\n"
+            "  --overlap-grad-reduce $(: changed) \\\n"
+            "  \"$@\"\n");
+}
+
+TEST(RunnableScript, AFlagsOnlyRecipeRunsTheDefaultProgram) {
+  const Recipe recipe = parsed("--bf16");
+  const std::string script = runnable_script(recipe, recipe, ScriptShape{}, {});
+  EXPECT_NE(script.find(std::string(kDefaultProgram) + " \\\n  --bf16 \\\n"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("# No setting differs from the baseline."), std::string::npos);
+}
+
+TEST(UnifiedDiff, OneHunkOfTheWholeFiles) {
+  EXPECT_EQ(unified_diff("a\nb\nc\n", "a\nB\nc\nd\n", "x", "y"),
+            "--- x\n+++ y\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n c\n+d\n");
+  EXPECT_EQ(unified_diff("same\n", "same\n", "x", "y"), "");
+}
+
+}  // namespace
+}  // namespace attune

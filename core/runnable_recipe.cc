@@ -1,7 +1,11 @@
 #include "core/runnable_recipe.h"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <set>
+
+#include "events/arg_catalog.h"
 
 namespace attune {
 namespace {
@@ -37,7 +41,131 @@ bool differs(const std::map<std::string, std::string>& baseline, const std::stri
   return found == baseline.end() || found->second != value;
 }
 
+// Where a flag is written literally in a script: the spelling's offset, and its value token's.
+struct Occurrence {
+  std::size_t at = 0;        // the spelling
+  std::size_t value_at = 0;  // the value token (npos: none)
+  std::size_t value_size = 0;
+  int line = 0;
+};
+
+bool word_boundary(std::string_view text, std::size_t at) {
+  if (at >= text.size()) return true;
+  const char c = text[at];
+  return c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == ')' || c == '\\' ||
+         c == '=';
+}
+
+std::vector<Occurrence> occurrences(std::string_view text, const std::vector<std::string>& names) {
+  std::vector<Occurrence> found;
+  for (const std::string& name : names) {
+    for (std::size_t at = text.find(name); at != std::string_view::npos;
+         at = text.find(name, at + 1)) {
+      const bool starts =
+          at == 0 || std::string_view(" \t\n\"'(").find(text[at - 1]) != std::string_view::npos;
+      if (!starts || !word_boundary(text, at + name.size())) continue;
+      Occurrence o{at, std::string_view::npos, 0,
+                   static_cast<int>(std::count(text.begin(), text.begin() + at, '\n')) + 1};
+      std::size_t v = at + name.size();
+      if (v < text.size() && text[v] == '=') ++v;
+      while (v < text.size() && (text[v] == ' ' || text[v] == '\t')) ++v;
+      if (v + 1 < text.size() && text[v] == '\\' && text[v + 1] == '\n') {
+        v += 2;
+        while (v < text.size() && (text[v] == ' ' || text[v] == '\t')) ++v;
+      }
+      std::size_t end = v;
+      while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) &&
+             text[end] != '"' && text[end] != ')' && text[end] != '\\') {
+        ++end;
+      }
+      if (end > v && !std::string_view(text.substr(v, end - v)).starts_with("--")) {
+        o.value_at = v;
+        o.value_size = end - v;
+      }
+      found.push_back(o);
+    }
+  }
+  return found;
+}
+
+std::vector<std::string> spellings_of(const SettingChange& change) {
+  const ArgInfo* info = ArgCatalog::megatron().find(change.name);
+  if (info == nullptr || info->negation == change.name) return {change.name};
+  return info->spellings;
+}
+
+// One change applied to `text` where that is safe; otherwise what to do by hand.
+std::optional<std::string> apply_change(std::string& text, const SettingChange& change) {
+  const std::string shown = change.after_present ? flag_text(change.name, change.after) : "";
+  if (change.kind == ChangeKind::kEnv) {
+    return "set " + change.name + "=" + (change.after_present ? shell_quote(change.after) : "") +
+           (change.after_present ? "" : " (remove it)") + " in the training program's environment";
+  }
+  if (!change.before_present) return "add " + shown + " to the training program's arguments";
+  const std::vector<Occurrence> found = occurrences(text, spellings_of(change));
+  if (found.size() != 1) {
+    return (found.empty()
+                ? "find where " + change.name + " is given (not written literally)"
+                : change.name + " is written " + std::to_string(found.size()) + " times") +
+           " and " + (change.after_present ? "make it " + shown : "remove it");
+  }
+  const Occurrence& o = found.front();
+  const std::string line = "line " + std::to_string(o.line) + ": ";
+  const ArgInfo* info = ArgCatalog::megatron().find(change.name);
+  const bool takes_value = info == nullptr || info->takes_value;
+  if (!change.after_present) {
+    const std::size_t end = takes_value && o.value_at != std::string::npos
+                                ? o.value_at + o.value_size
+                                : o.at + change.name.size();
+    if (takes_value && o.value_at == std::string::npos) return line + "remove " + change.name;
+    std::size_t begin = o.at;
+    while (begin > 0 && (text[begin - 1] == ' ' || text[begin - 1] == '\t')) --begin;
+    text.erase(begin, end - begin);
+    // A line left blank goes too.
+    const std::size_t line_begin = begin == 0 ? 0 : text.rfind('\n', begin - 1) + 1;
+    const std::size_t line_end = text.find('\n', begin);
+    const std::string_view rest(
+        text.data() + line_begin,
+        (line_end == std::string::npos ? text.size() : line_end) - line_begin);
+    if (rest.find_first_not_of(" \t") == std::string_view::npos && line_end != std::string::npos) {
+      text.erase(line_begin, line_end - line_begin + 1);
+    }
+    return std::nullopt;
+  }
+  if (!takes_value || (info != nullptr && info->multi_value)) return line + "make it " + shown;
+  if (o.value_at == std::string::npos) return line + "make it " + shown;
+  const std::string_view value(text.data() + o.value_at, o.value_size);
+  if (value.find('$') != std::string_view::npos || value.find('`') != std::string_view::npos) {
+    return line + change.name + " takes " + std::string(value) + ": make it " + shown;
+  }
+  text.replace(o.value_at, o.value_size, shell_quote(change.after));
+  return std::nullopt;
+}
+
 }  // namespace
+
+ScriptEdit edit_user_script(std::string_view script, const std::vector<SettingChange>& changes) {
+  ScriptEdit edit;
+  edit.text = std::string(script);
+  // From the last occurrence backwards would keep offsets; each change re-finds its own, so
+  // applying them one by one is enough.
+  for (const SettingChange& change : changes) {
+    if (std::optional<std::string> by_hand = apply_change(edit.text, change)) {
+      edit.by_hand.push_back(*by_hand);
+    }
+  }
+  if (!edit.by_hand.empty()) {
+    std::string notes = "# attune: change by hand, the edits below could not be made safely:\n";
+    for (const std::string& note : edit.by_hand) notes += "#   " + note + "\n";
+    std::size_t at = 0;
+    if (edit.text.starts_with("#!")) {
+      const std::size_t end = edit.text.find('\n');
+      at = end == std::string::npos ? edit.text.size() : end + 1;
+    }
+    edit.text.insert(at, notes);
+  }
+  return edit;
+}
 
 std::string runnable_script(const Recipe& recipe, const Recipe& baseline, const ScriptShape& shape,
                             const std::vector<std::string>& header) {

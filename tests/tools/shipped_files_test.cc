@@ -133,6 +133,10 @@ namespace {
 // expansion, a launcher): bash resolves it to the same recipe as the pasted example, and the
 // shipped script keeps the script's launcher.
 TEST_F(ShippedFiles, AScriptBaselineResolvesToTheSameRecipeAsThePastedOne) {
+  if (testing_support::run_shell("bwrap --unshare-all --die-with-parent --ro-bind / / true")
+          .exit_code != 0) {
+    GTEST_SKIP() << "no bubblewrap sandbox can be made here";
+  }
   const fs::path script = dir_ / "train.sh";
   std::ofstream(script)
       << "#!/bin/bash\nset -euo pipefail\nGPUS_PER_NODE=8\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"
@@ -164,11 +168,11 @@ TEST_F(ShippedFiles, AScriptBaselineResolvesToTheSameRecipeAsThePastedOne) {
   EXPECT_EQ(resolved["launcher"], "torchrun --nproc_per_node 8 --nnodes 2");
   EXPECT_EQ(resolved["env"]["NCCL_NVLS_ENABLE"], "0");
 
-  const auto run =
+  const auto campaign_run =
       testing_support::run_shell(attune + " campaign run " + (dir_ / "c.toml").string() + " --db " +
                                  (dir_ / "db").string() + " --json");
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const json summary = json::parse(run.out);
+  ASSERT_EQ(campaign_run.exit_code, 0) << campaign_run.err;
+  const json summary = json::parse(campaign_run.out);
   const json shipped = json::parse(slurp(summary["shipped"]["json_file"].get<std::string>()));
   // The same recipe as the pasted example's.
   const std::string example =
@@ -184,10 +188,68 @@ TEST_F(ShippedFiles, AScriptBaselineResolvesToTheSameRecipeAsThePastedOne) {
   EXPECT_EQ(shipped["baseline"]["flags"]["--recompute-granularity"], "selective");
   EXPECT_EQ(shipped["baseline"]["flags"]["--global-batch-size"], "256");
   EXPECT_EQ(shipped["baseline"]["env"]["CUDA_DEVICE_MAX_CONNECTIONS"], "1");
+  // The user's own script, with the changes applied where its flags are literal: run it with a
+  // torchrun stub, and every setting it was not told to leave to the user arrives as shipped.
+  const std::string user_script = summary["shipped"]["user_script_file"].get<std::string>();
+  ASSERT_FALSE(user_script.empty());
+  const fs::path torchrun = dir_ / "stubs" / "torchrun";
+  std::ofstream(torchrun) << "#!/bin/sh\nwhile [ \"${1#--}\" != \"$1\" ]; do shift 2; done\n"
+                             "exec python \"$@\"\n";
+  fs::permissions(torchrun, fs::perms::owner_all);
+  const auto [argv, env] = run(user_script + " --selective");
+  std::string text = "python";
+  for (const std::string& word : argv) text += " " + shell_quote(word);
+  auto arrived = parse_recipe(text, "argv");
+  ASSERT_TRUE(arrived.ok()) << arrived.error();
+  const std::string by_hand = summary["shipped"]["change_by_hand"].dump();
+  for (const auto& [flag, value] : shipped["recipe"]["flags"].items()) {
+    if (by_hand.find(flag) != std::string::npos) continue;
+    EXPECT_EQ(arrived->flags.count(flag), 1u) << flag << " did not arrive; by hand: " << by_hand;
+    if (arrived->flags.count(flag)) {
+      EXPECT_EQ(arrived->flags.at(flag), value.get<std::string>()) << flag;
+    }
+  }
+  for (const auto& [flag, value] : arrived->flags) {
+    EXPECT_TRUE(shipped["recipe"]["flags"].contains(flag)) << flag << " should have been removed";
+  }
   const std::string script_text = slurp(summary["shipped"]["recipe_file"].get<std::string>());
   EXPECT_NE(script_text.find("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \\\n"),
             std::string::npos)
       << script_text;
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// A batch script reads what Slurm gives it; the campaign's size stands in for it.
+TEST_F(ShippedFiles, ABatchScriptGetsSlurmsVariablesForTheCampaignsSize) {
+  if (testing_support::run_shell("bwrap --unshare-all --die-with-parent --ro-bind / / true")
+          .exit_code != 0) {
+    GTEST_SKIP() << "no bubblewrap sandbox can be made here";
+  }
+  std::string campaign =
+      slurp(std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml");
+  const std::size_t begin = campaign.find("recipe = '''");
+  const std::size_t end = campaign.find("'''", begin + 12) + 3;
+  const std::string pasted = campaign.substr(begin + 12, end - begin - 15);
+  // The pasted recipe, but its global batch computed from the node count Slurm would give.
+  std::string body = pasted;
+  const std::string gbs = "--global-batch-size 256";
+  body.replace(body.find(gbs), gbs.size(), "--global-batch-size $((128 * SLURM_NNODES))");
+  // Pasted, the variables were the program's; in a script they must be exported to be.
+  for (const std::string name : {"CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_NVLS_ENABLE"}) {
+    body.insert(body.find(name), "export ");
+  }
+  const fs::path script = dir_ / "job.sbatch";
+  std::ofstream(script) << "#!/bin/bash\n#SBATCH --nodes=2\nset -euo pipefail\n" << body << "\n";
+  campaign.replace(begin, end - begin, "script = \"" + script.string() + "\"\n");
+  std::ofstream(dir_ / "c.toml") << campaign;
+  const auto check = testing_support::run_shell(
+      std::string(ATTUNE_BIN_DIR) + "/attune campaign check " + (dir_ / "c.toml").string());
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 }  // namespace

@@ -106,6 +106,8 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
                       {"diff_file", files ? files->diff : ""},
                       {"json_file", files ? files->json : ""},
                       {"sbatch_file", files ? files->sbatch : ""},
+                      {"user_script_file", files ? files->user_script : ""},
+                      {"change_by_hand", files ? files->by_hand : std::vector<std::string>()},
                       {"run_id", shipped ? shipped->run_id : 0},
                       {"is_baseline", shipped ? shipped->is_baseline : true},
                       {"gain_fraction", shipped ? shipped->gain_fraction : 0.0},
@@ -160,9 +162,13 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
   if (files) {
     std::cout << "recipe    " << files->script << " (runs as it stands: bash "
               << fs::path(files->script).filename().string() << ")\n"
-              << "baseline  " << files->baseline << ", diff " << files->diff << ", json "
+              << "files     " << files->baseline << ", diff " << files->diff << ", json "
               << files->json << "\n";
     if (!files->sbatch.empty()) std::cout << "sbatch    " << files->sbatch << "\n";
+    if (!files->user_script.empty()) {
+      std::cout << "script    " << files->user_script << " (your script, changes applied)\n";
+    }
+    for (const std::string& note : files->by_hand) std::cout << "by hand   " << note << "\n";
   }
   std::cout << "ledger    " << db << " (campaign " << view.campaign_id << ")\n";
   return calibration_failed(view) ? fail(view.stop.stop->evidence) : kExitOk;

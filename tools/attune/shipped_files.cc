@@ -7,6 +7,7 @@
 #include "adapters/launcher/slurm/sbatch_script.h"
 #include "adapters/launcher/slurm/slurm_options.h"
 #include "core/text_file.h"
+#include "events/sha256.h"
 #include "projections/number_format.h"
 #include "tools/attune/campaign_session.h"
 
@@ -58,12 +59,60 @@ json recipe_json(const Recipe& recipe) {
   return {{"command", recipe.command}, {"env", recipe.env}, {"flags", recipe.flags}};
 }
 
+// The user's own script with the shipped changes, when the baseline came from it and it has not
+// changed since the campaign opened.
+Status write_user_script(const ScriptShape& shape, const Recipe& baseline, const Recipe& shipped,
+                         const std::string& db, const std::string& campaign_id,
+                         ShippedFiles& paths) {
+  if (shape.script_path.empty()) return Ok{};
+  auto text = read_text_file(shape.script_path, std::size_t{1} << 20);
+  if (!text.ok() || to_hex(sha256(text.value())) != shape.script_hash) {
+    paths.by_hand.push_back(
+        shape.script_path +
+        " changed or is gone since the campaign opened; apply the diff by hand");
+    return Ok{};
+  }
+  const ScriptEdit edit = edit_user_script(text.value(), diff_recipes(baseline, shipped));
+  paths.user_script =
+      (fs::path(db) / (campaign_id + ".shipped." + fs::path(shape.script_path).filename().string()))
+          .string();
+  paths.by_hand = edit.by_hand;
+  return write_whole(paths.user_script, edit.text, true);
+}
+
+// The shipped recipe as one more batch job of the user's Slurm template, ready for sbatch.
+Result<std::string> write_shipped_sbatch(const CampaignView& view, const Recipe& recipe,
+                                         const std::string& db) {
+  auto slurm = load_slurm_options(slurm_options_path(db, view.campaign_id));
+  const std::uint32_t per_node = slurm.ok() ? slurm->gpus_per_node : 8;
+  const std::uint32_t gpus = view.settings.gpu_count;
+  const fs::path base = fs::absolute(fs::path(db) / view.campaign_id);
+  const SbatchValues values{view.campaign_id,
+                            view.campaign_id + "-shipped",
+                            view.stop.shipped->run_id,
+                            view.settings.steps_per_run,
+                            (gpus + per_node - 1) / per_node,
+                            gpus,
+                            per_node,
+                            base.string() + ".shipped.log",
+                            base.string() + ".shipped.recipe",
+                            recipe};
+  Status recipe_file = write_whole(values.recipe_file, canonical_text(recipe), false);
+  if (!recipe_file.ok()) return make_error(recipe_file.error());
+  const std::string path = base.string() + ".shipped.sbatch";
+  Status sbatch = write_whole(path, render_sbatch_script(view.settings.job_template, values), true);
+  if (!sbatch.ok()) return make_error(sbatch.error());
+  return path;
+}
+
 }  // namespace
 
 Status save_baseline_shape(const std::string& db, const std::string& campaign_id,
                            const ScriptShape& shape) {
   const json out = {{"schema_version", kShippedSchemaVersion},
                     {"launcher", shape.launcher},
+                    {"script_path", shape.script_path},
+                    {"script_hash", shape.script_hash},
                     {"env_order", shape.order.env},
                     {"flag_order", shape.order.flags}};
   return write_whole(shape_path(db, campaign_id), out.dump(2) + "\n", false);
@@ -76,6 +125,12 @@ ScriptShape load_baseline_shape(const std::string& db, const std::string& campai
   const json in = json::parse(text.value(), nullptr, false);
   if (!in.is_object()) return shape;
   if (in.contains("launcher") && in["launcher"].is_string()) shape.launcher = in["launcher"];
+  if (in.contains("script_path") && in["script_path"].is_string()) {
+    shape.script_path = in["script_path"];
+  }
+  if (in.contains("script_hash") && in["script_hash"].is_string()) {
+    shape.script_hash = in["script_hash"];
+  }
   for (const auto& [key, list] :
        {std::pair{"env_order", &shape.order.env}, std::pair{"flag_order", &shape.order.flags}}) {
     if (!in.contains(key) || !in[key].is_array()) continue;
@@ -88,8 +143,13 @@ ScriptShape load_baseline_shape(const std::string& db, const std::string& campai
 
 ShippedFiles shipped_file_paths(const std::string& db, const std::string& campaign_id) {
   const fs::path base = fs::path(db) / campaign_id;
-  return ShippedFiles{base.string() + ".shipped.sh", base.string() + ".baseline.sh",
-                      base.string() + ".shipped.diff", base.string() + ".shipped.json", ""};
+  return ShippedFiles{base.string() + ".shipped.sh",
+                      base.string() + ".baseline.sh",
+                      base.string() + ".shipped.diff",
+                      base.string() + ".shipped.json",
+                      "",
+                      "",
+                      {}};
 }
 
 Result<ShippedFiles> write_shipped_files(const ControlState& state, const std::string& db) {
@@ -111,6 +171,10 @@ Result<ShippedFiles> write_shipped_files(const ControlState& state, const std::s
       *recipe, *baseline, shape, {"Shipped by attune, campaign " + view.campaign_id, what});
   const std::string baseline_text = runnable_script(
       *baseline, *baseline, shape, {"The baseline of attune campaign " + view.campaign_id});
+  if (Status user = write_user_script(shape, *baseline, *recipe, db, view.campaign_id, paths);
+      !user.ok()) {
+    return make_error(user.error());
+  }
   json out = {{"schema_version", kShippedSchemaVersion},
               {"campaign_id", view.campaign_id},
               {"run_id", shipped.run_id},
@@ -123,31 +187,17 @@ Result<ShippedFiles> write_shipped_files(const ControlState& state, const std::s
               {"recipe", recipe_json(*recipe)},
               {"baseline", recipe_json(*baseline)},
               {"changes", changes_json(*baseline, *recipe)}};
+  if (!shape.script_path.empty()) {
+    out["user_script"] = paths.user_script;
+    out["change_by_hand"] = paths.by_hand;
+  }
   const std::string diff =
       unified_diff(baseline_text, shipped_text, fs::path(paths.baseline).filename().string(),
                    fs::path(paths.script).filename().string());
   if (view.settings.launcher == "slurm") {
-    // The shipped recipe as one more batch job of the user's template, ready for sbatch.
-    auto slurm = load_slurm_options(slurm_options_path(db, view.campaign_id));
-    const std::uint32_t per_node = slurm.ok() ? slurm->gpus_per_node : 8;
-    const std::uint32_t gpus = view.settings.gpu_count;
-    const fs::path base = fs::absolute(fs::path(db) / view.campaign_id);
-    const SbatchValues values{view.campaign_id,
-                              view.campaign_id + "-shipped",
-                              shipped.run_id,
-                              view.settings.steps_per_run,
-                              (gpus + per_node - 1) / per_node,
-                              gpus,
-                              per_node,
-                              base.string() + ".shipped.log",
-                              base.string() + ".shipped.recipe",
-                              *recipe};
-    paths.sbatch = base.string() + ".shipped.sbatch";
-    Status recipe_file = write_whole(values.recipe_file, canonical_text(*recipe), false);
-    if (!recipe_file.ok()) return make_error(recipe_file.error());
-    Status sbatch =
-        write_whole(paths.sbatch, render_sbatch_script(view.settings.job_template, values), true);
+    auto sbatch = write_shipped_sbatch(view, *recipe, db);
     if (!sbatch.ok()) return make_error(sbatch.error());
+    paths.sbatch = std::move(sbatch).value();
   }
   for (const auto& [path, text, executable] :
        {std::tuple{paths.script, shipped_text, true},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/control_state.h"
 #include "core/runnable_recipe.h"
@@ -24,6 +25,10 @@ struct ShippedFiles {
   std::string diff;      // <id>.shipped.diff
   std::string json;      // <id>.shipped.json
   std::string sbatch;    // Slurm campaigns: <id>.shipped.sbatch, from the user's template
+  // A baseline from the user's launch script: that script with the changes applied
+  // (<id>.shipped.<script name>), and the changes it could not make, to be made by hand.
+  std::string user_script;
+  std::vector<std::string> by_hand;
 };
 
 ShippedFiles shipped_file_paths(const std::string& db, const std::string& campaign_id);

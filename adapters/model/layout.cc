@@ -51,6 +51,8 @@ constexpr std::string_view kFp8ParamGather = "--fp8-param-gather";
 constexpr std::string_view kPrecisionAware = "--use-precision-aware-optimizer";
 constexpr std::string_view kCpuOffload = "--optimizer-cpu-offload";
 constexpr std::string_view kOffloadFraction = "--optimizer-offload-fraction";
+constexpr std::string_view kAttentionDropout = "--attention-dropout";
+constexpr std::string_view kHiddenDropout = "--hidden-dropout";
 constexpr std::string_view kOverlapCpuCopies = "--overlap-cpu-optimizer-d2h-h2d";
 constexpr std::string_view kExpAvgDtype = "--exp-avg-dtype";
 constexpr std::string_view kExpAvgSqDtype = "--exp-avg-sq-dtype";
@@ -753,6 +755,27 @@ Status check_other(const Workload& w, const ResolvedLayout& r) {
   return Ok{};
 }
 
+// A selectively recomputed module inside a graph cannot draw random numbers: no dropout in a
+// graphed, recomputed attention or MLP/MoE. A graph without modules captures the whole layer.
+Status check_graphed_recompute(const Layout& l) {
+  if (l.cuda_graph == CudaGraphImpl::kNone || l.recompute != RecomputeGranularity::kSelective) {
+    return Ok{};
+  }
+  const bool whole = l.cuda_graph == CudaGraphImpl::kFullIteration || l.cuda_graph_modules == 0;
+  const auto outside = [&](std::uint32_t graph_module, std::uint32_t recompute_module) {
+    return (!whole && !(l.cuda_graph_modules & graph_module)) ||
+           !(l.recompute_modules & recompute_module);
+  };
+  if (l.attention_dropout != 0.0 && !outside(kGraphAttn, kRecomputeCoreAttn)) {
+    return make_error("attention dropout is not supported with graphed attention recomputation.");
+  }
+  if (l.hidden_dropout != 0.0 &&
+      !(outside(kGraphMlp, kRecomputeMlp) && outside(kGraphMoe, kRecomputeMoe))) {
+    return make_error("hidden dropout is not supported with graphed MLP/MoE recomputation.");
+  }
+  return Ok{};
+}
+
 Status check_cuda_graphs(const Layout& l) {
   if (l.cuda_graph == CudaGraphImpl::kFullIteration && l.check_for_nan) {
     return make_error(
@@ -768,7 +791,7 @@ Status check_cuda_graphs(const Layout& l) {
   if (l.cuda_graph != CudaGraphImpl::kNone && (l.cuda_graph_modules & kGraphMoe)) {
     return make_error("moe cuda graph is only supported with drop-padding MoE.");
   }
-  return Ok{};
+  return check_graphed_recompute(l);
 }
 
 }  // namespace
@@ -841,6 +864,8 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   f.read_switch(kPrecisionAware, l.precision_aware_optimizer);
   f.read_switch(kCpuOffload, l.optimizer_cpu_offload);
   f.read_double(kOffloadFraction, l.optimizer_offload_fraction);
+  f.read_double(kAttentionDropout, l.attention_dropout);
+  f.read_double(kHiddenDropout, l.hidden_dropout);
   f.read_switch(kOverlapCpuCopies, l.overlap_cpu_optimizer_d2h_h2d);
   std::string exp_avg = "fp32";
   std::string exp_avg_sq = "fp32";

@@ -102,6 +102,10 @@ struct Layout {
   std::uint32_t cuda_graph_modules = 0;
   bool deprecated_cuda_graph_flag = false;  // --enable-cuda-graph or --external-cuda-graph
   bool check_for_nan = true;
+  // Read, never tuned: a graphed recompute cannot draw random numbers (Megatron refuses dropout
+  // inside a graphed, recomputed module).
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
 
   std::string cp_comm_type = "p2p";  // one word for every layer, or one per layer
   bool hierarchical_cp_sizes_set = false;

@@ -26,6 +26,9 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   f.read("vocab_size", m.vocab_size, true, 1);
   f.read("make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, false, 1);
   f.read("untie_embeddings_and_output_weights", m.untie_embeddings_and_output_weights, false);
+  f.read("normalization", m.normalization, false);
+  f.read("position_embedding_type", m.position_embedding_type, false);
+  f.read("tokenizer_type", m.tokenizer_type, false);
 
   std::string attention_type = "gqa";
   f.read("attention.type", attention_type, false);

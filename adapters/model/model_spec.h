@@ -31,6 +31,11 @@ struct ModelSpec {
   bool add_bias_linear = false;
   int vocab_size = 0;
   int make_vocab_size_divisible_by = 128;
+  // What the launch script passes for them (every preset is an RMSNorm, RoPE model with a
+  // Hugging Face tokenizer); a model TOML may say otherwise.
+  std::string normalization = "RMSNorm";
+  std::string position_embedding_type = "rope";
+  std::string tokenizer_type = "HuggingFaceTokenizer";
   bool untie_embeddings_and_output_weights = true;
 
   AttentionKind attention = AttentionKind::kGroupedQuery;

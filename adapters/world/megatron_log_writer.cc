@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <tuple>
 
 #include "adapters/model/flops.h"
 #include "adapters/model/memory_model.h"
@@ -248,6 +249,13 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   set("swiglu", python_bool(m.gated_linear_unit));
   set("add_bias_linear", python_bool(m.add_bias_linear));
   set("untie_embeddings_and_output_weights", python_bool(m.untie_embeddings_and_output_weights));
+  for (const auto& [flag, dest, value] :
+       {std::tuple{"--normalization", "normalization", m.normalization},
+        std::tuple{"--position-embedding-type", "position_embedding_type",
+                   m.position_embedding_type},
+        std::tuple{"--tokenizer-type", "tokenizer_type", m.tokenizer_type}}) {
+    if (!recipe.flags.contains(flag)) set(dest, value);
+  }
   set("vocab_size", std::to_string(m.vocab_size));
   set("make_vocab_size_divisible_by", std::to_string(m.make_vocab_size_divisible_by));
   // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP unless the

@@ -365,3 +365,27 @@ TEST(SimLayout, ApplyLayoutRoundTrips) {
 
 }  // namespace
 }  // namespace attune::sim
+
+namespace attune::sim {
+namespace {
+
+// Megatron refuses dropout inside a graphed, recomputed module (the conformance suite against
+// Megatron-LM d98e8a64 found attune accepting it): a graph without modules captures the whole
+// layer, so it covers the recomputed core attention.
+TEST(SimLayout, DropoutInAGraphedRecomputedModuleIsRefused) {
+  const Workload w = workload("llama3.1-8b", "h100", 8, 4096, 64);
+  const std::string graphed =
+      "--tensor-model-parallel-size 2 --micro-batch-size 1 --cuda-graph-impl transformer_engine "
+      "--recompute-granularity selective";
+  EXPECT_EQ(failure(w, graphed),
+            "attention dropout is not supported with graphed attention recomputation.");
+  EXPECT_EQ(failure(w, graphed + " --attention-dropout 0"), "");
+  // Attention outside the graph's modules, or not recomputed: allowed with dropout.
+  EXPECT_EQ(failure(w, graphed + " --cuda-graph-modules mlp"), "");
+  EXPECT_EQ(failure(w, graphed + " --recompute-modules layernorm"), "");
+  EXPECT_EQ(failure(w, graphed + " --attention-dropout 0 --recompute-modules core_attn mlp"),
+            "hidden dropout is not supported with graphed MLP/MoE recomputation.");
+}
+
+}  // namespace
+}  // namespace attune::sim

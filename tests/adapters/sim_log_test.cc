@@ -454,3 +454,21 @@ TEST(SimLog, SameSeedsGiveTheSameBytes) {
 
 }  // namespace
 }  // namespace attune::sim
+
+namespace attune::sim {
+namespace {
+
+// The arguments block names the model's own normalization, position embedding and tokenizer,
+// as the model's launch script passes them, unless the recipe sets them.
+TEST(SimLog, TheArgumentsBlockNamesTheModelsNormPositionEmbeddingAndTokenizer) {
+  const World world(testing::qwen_workload(), quiet_world());
+  Result<ResolvedArgs> args =
+      parse_resolved_args(run_log(world, testing::qwen_baseline(), 3), "baseline.log");
+  ASSERT_TRUE(args.ok()) << args.error();
+  EXPECT_EQ(args->values.at("normalization"), "RMSNorm");
+  EXPECT_EQ(args->values.at("position_embedding_type"), "rope");
+  EXPECT_EQ(args->values.at("tokenizer_type"), "HuggingFaceTokenizer");
+}
+
+}  // namespace
+}  // namespace attune::sim

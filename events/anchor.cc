@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "events/assert.h"
+#include "events/whole_file.h"
 
 namespace attune {
 namespace {
@@ -120,28 +121,8 @@ Status write_anchor_file(const std::string& dir, const Anchor& anchor, bool sync
   fs::create_directories(dir, ec);
   if (ec) return make_error(dir + ": cannot create the anchor folder: " + ec.message());
   const fs::path path = fs::path(dir) / anchor_file_name(anchor.campaign_id);
-  const std::string partial = path.string() + ".partial";
-  const std::string text = anchor_text(anchor);
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return make_error(partial + ": cannot create: " + std::strerror(errno));
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (ok && sync) ok = ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok) {
-    ::unlink(partial.c_str());
-    return make_error(path.string() + ": cannot write the anchor: " + std::strerror(saved));
-  }
-  if (::rename(partial.c_str(), path.c_str()) != 0) {
-    return make_error(path.string() + ": cannot replace the anchor: " + std::strerror(errno));
-  }
-  if (sync) {
-    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-      ::fsync(dir_fd);
-      ::close(dir_fd);
-    }
-  }
+  Status written = write_whole_file(path.string(), anchor_text(anchor), 0644, sync);
+  if (!written.ok()) return make_error(written.error() + " (the anchor)");
   return Ok{};
 }
 

@@ -14,6 +14,7 @@
 
 #include "events/assert.h"
 #include "events/sha256.h"
+#include "events/whole_file.h"
 
 namespace attune {
 namespace {
@@ -67,24 +68,6 @@ Result<LedgerKey> parse_key_text(std::string_view text, const std::string& sourc
     return make_error(source + ": the id '" + id + "' is not the secret's (" + key.id + ")");
   }
   return key;
-}
-
-// Writes `text` to `path` with `mode`, whole or not at all: a file beside it, synced, renamed.
-Status write_private_file(const fs::path& path, const std::string& text, mode_t mode) {
-  const std::string partial = path.string() + ".partial";
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return make_error(partial + ": cannot create: " + std::strerror(errno));
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = written && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) {
-    ::unlink(partial.c_str());
-    return make_error(path.string() + ": cannot write: " + std::strerror(errno));
-  }
-  if (::rename(partial.c_str(), path.c_str()) != 0) {
-    return make_error(path.string() + ": cannot replace: " + std::strerror(errno));
-  }
-  return Ok{};
 }
 
 Result<std::string> read_small_file(const fs::path& path) {
@@ -205,10 +188,12 @@ Result<LedgerKey> Keyring::add(const LedgerKey& key, bool make_current) const {
   if (dir_.empty()) return make_error("no keyring: set ATTUNE_KEY_DIR, XDG_CONFIG_HOME or HOME");
   Status dir = ensure_private_dir(dir_);
   if (!dir.ok()) return make_error(dir.error());
-  Status written = write_private_file(fs::path(dir_) / (key.id + ".key"), key_file_text(key), 0600);
+  Status written = write_whole_file((fs::path(dir_) / (key.id + ".key")).string(),
+                                    key_file_text(key), 0600, true);
   if (!written.ok()) return make_error(written.error());
   if (make_current) {
-    Status pointer = write_private_file(fs::path(dir_) / "current", key.id + "\n", 0600);
+    Status pointer =
+        write_whole_file((fs::path(dir_) / "current").string(), key.id + "\n", 0600, true);
     if (!pointer.ok()) return make_error(pointer.error());
   }
   return key;

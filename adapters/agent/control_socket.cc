@@ -145,17 +145,23 @@ ControlServer::~ControlServer() { stop(); }
 
 const std::string& ControlServer::socket_path() const { return impl_->path; }
 
+Status check_listen_path(const std::string& path) {
+  std::error_code ec;
+  const auto existing = std::filesystem::symlink_status(path, ec);
+  if (ec || existing.type() == std::filesystem::file_type::not_found ||
+      existing.type() == std::filesystem::file_type::socket) {
+    return Ok{};
+  }
+  return make_error("cannot listen on " + path +
+                    ": something that is not a socket is there; choose another path");
+}
+
 Status ControlServer::start() {
   Impl& impl = *impl_;
+  if (Status free = check_listen_path(impl.path); !free.ok()) return free;
   std::error_code fs_ec;
-  const auto existing = std::filesystem::symlink_status(impl.path, fs_ec);
-  if (!fs_ec && existing.type() != std::filesystem::file_type::not_found) {
-    // Only a socket is ever replaced, and only a stale one (a crashed campaign's): a file, a
-    // folder or a link at the path is the user's, and a live socket another campaign's.
-    if (existing.type() != std::filesystem::file_type::socket) {
-      return make_error("cannot listen on " + impl.path +
-                        ": something that is not a socket is there; choose another path");
-    }
+  if (std::filesystem::is_socket(std::filesystem::symlink_status(impl.path, fs_ec))) {
+    // Only a stale socket (a crashed campaign's) is replaced; a live one is another campaign's.
     if (control_request(impl.path, R"({"op":"ping"})", 1000).ok()) {
       return make_error("a campaign already listens on " + impl.path);
     }

@@ -27,6 +27,10 @@ inline constexpr std::size_t kConnectionsMax = 32;
 
 // A listen address: "unix:PATH" (or a bare path). Errors name what was expected.
 Result<std::string> parse_listen_address(const std::string& address);
+// Whether a control socket may be made at `path`: nothing there, or a socket (a stale one is
+// replaced when the server starts, a live one refused then). Anything else is the user's, and
+// refused before anything is touched.
+Status check_listen_path(const std::string& path);
 
 class ControlServer {
  public:

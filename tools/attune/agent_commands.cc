@@ -18,6 +18,7 @@
 #include "adapters/tuner/lever_catalog.h"
 #include "adapters/tuner/skill.h"
 #include "core/text_file.h"
+#include "events/whole_file.h"
 #include "tools/attune/campaign_runner.h"
 #include "tools/attune/cli.h"
 
@@ -329,15 +330,7 @@ are refused and recorded.
 Status write_file(const fs::path& path, const std::string& text, fs::perms perms) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  if (fs::exists(path, ec)) {
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, ec);
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return make_error(path.string() + ": cannot write");
-  fs::permissions(path, perms, ec);
-  return Ok{};
+  return write_whole_file(path.string(), text, static_cast<mode_t>(perms), true);
 }
 
 std::string absolute_path(const std::string& path) {

@@ -46,13 +46,14 @@ void add_batch_environment(const CampaignSpec& spec, const std::string& text,
 
 Status resolve_baseline_script(CampaignSpec& spec, std::vector<std::string>& warnings) {
   if (spec.script.path.empty()) return Ok{};
+  // Read once: its #SBATCH lines, and its hash, so the shipped changes can be applied to it.
+  auto text = read_text_file(spec.script.path, std::size_t{1} << 20);
+  if (!text.ok()) return make_error(text.error() + " ([baseline] script)");
   script::ScriptInput input;
   input.path = spec.script.path;
   input.args = spec.script.args;
   input.env = spec.script.env;
-  if (auto text = read_text_file(spec.script.path, std::size_t{1} << 20); text.ok()) {
-    add_batch_environment(spec, text.value(), input.env);
-  }
+  add_batch_environment(spec, text.value(), input.env);
   input.invocation_cwd = spec.script.cwd;
   input.timeout_seconds = spec.script.timeout_seconds;
   input.allow_unsandboxed = spec.script.allow_unsandboxed;
@@ -62,12 +63,8 @@ Status resolve_baseline_script(CampaignSpec& spec, std::vector<std::string>& war
   if (!recipe.ok()) return make_error(recipe.error());
   spec.baseline = std::move(recipe->recipe);
   spec.baseline_shape = std::move(recipe->shape);
-  // The script itself, so that the shipped changes can be applied to it at the end.
-  auto text = read_text_file(spec.script.path, std::size_t{1} << 20);
-  if (text.ok()) {
-    spec.baseline_shape.script_path = fs::absolute(spec.script.path).lexically_normal().string();
-    spec.baseline_shape.script_hash = to_hex(sha256(text.value()));
-  }
+  spec.baseline_shape.script_path = fs::absolute(spec.script.path).lexically_normal().string();
+  spec.baseline_shape.script_hash = to_hex(sha256(text.value()));
   for (std::string& warning : recipe->warnings) warnings.push_back(std::move(warning));
   return Ok{};
 }

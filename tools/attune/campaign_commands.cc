@@ -195,14 +195,9 @@ Result<std::string> listen_path(const std::string& tuner, const AgentOptions& ag
   }
   auto path = agent::parse_listen_address(agent.listen);
   if (!path.ok()) return path;
-  // Only a socket is ever replaced (a stale one, by the server): anything else there is the
-  // user's, and refused before the ledger or the keyring is touched.
-  std::error_code ec;
-  const auto existing = fs::symlink_status(path.value(), ec);
-  if (!ec && existing.type() != fs::file_type::not_found &&
-      existing.type() != fs::file_type::socket) {
-    return make_error("cannot listen on " + path.value() +
-                      ": something that is not a socket is there; choose another path");
+  // Refused before the ledger or the keyring is touched.
+  if (Status free = agent::check_listen_path(path.value()); !free.ok()) {
+    return make_error(free.error());
   }
   return path;
 }

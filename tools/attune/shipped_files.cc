@@ -8,6 +8,7 @@
 #include "adapters/launcher/slurm/slurm_options.h"
 #include "core/text_file.h"
 #include "events/sha256.h"
+#include "events/whole_file.h"
 #include "projections/number_format.h"
 #include "tools/attune/campaign_session.h"
 
@@ -24,24 +25,7 @@ std::string shape_path(const std::string& db, const std::string& campaign_id) {
 }
 
 Status write_whole(const std::string& path, const std::string& text, bool executable) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return make_error(path + ": cannot write");
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    return make_error(path + ": cannot write (" + ec.message() + ")");
-  }
-  if (executable) {
-    fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add, ec);
-  }
-  return Ok{};
+  return write_whole_file(path, text, executable ? 0755 : 0644, true);
 }
 
 json changes_json(const Recipe& baseline, const Recipe& shipped) {

@@ -24,9 +24,11 @@ extern char** environ;
 namespace attune {
 namespace {
 
-// Every job's process carries its name, so that a resume can find a job it spawned but did not
-// get to record.
+// Every job's process carries its name and its log's absolute path, so that a resume can find a
+// job it spawned but did not get to record. The name alone is not enough: another ledger's
+// campaign may run a job of the same name on this machine at the same time.
 constexpr std::string_view kJobNameVariable = "ATTUNE_JOB_NAME";
+constexpr std::string_view kJobLogVariable = "ATTUNE_JOB_LOG";
 
 namespace fs = std::filesystem;
 
@@ -93,21 +95,26 @@ bool group_leader_alive(int pid) {
   return state != 'Z' && group == pid;
 }
 
-// The process group leader started for `job_name` (its environment names it, ATTUNE_JOB_NAME),
-// for a job whose spawn the launcher recorded the intent of but not the pid; 0 when none runs.
-int find_job_process(const std::string& job_name) {
-  const std::string wanted = std::string(kJobNameVariable) + "=" + job_name;
+// The process group leader started for `job_name` with its log at `log_path` (its environment
+// names both), for a job whose spawn the launcher recorded the intent of but not the pid; 0 when
+// none runs.
+int find_job_process(const std::string& job_name, const std::string& log_path) {
+  const std::string wanted_name = std::string(kJobNameVariable) + "=" + job_name;
+  const std::string wanted_log = std::string(kJobLogVariable) + "=" + log_path;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream in(entry.path() / "environ", std::ios::binary);
     std::string variable;
+    bool named = false, logged = false;
     while (std::getline(in, variable, '\0')) {
-      if (variable != wanted) continue;
-      const int pid = std::stoi(name);
-      if (group_leader_alive(pid)) return pid;
+      named = named || variable == wanted_name;
+      logged = logged || variable == wanted_log;
     }
+    if (!named || !logged) continue;
+    const int pid = std::stoi(name);
+    if (group_leader_alive(pid)) return pid;
   }
   return 0;
 }
@@ -283,10 +290,14 @@ void LocalLauncher::spawn(Job& job) {
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
-    if (!recipe->env.contains(text.substr(0, text.find('=')))) environment.push_back(text);
+    const std::string name = text.substr(0, text.find('='));
+    if (name == kJobNameVariable || name == kJobLogVariable) continue;  // ours, set below
+    if (!recipe->env.contains(name)) environment.push_back(text);
   }
   for (const auto& [name, value] : recipe->env) environment.push_back(name + "=" + value);
   environment.push_back(std::string(kJobNameVariable) + "=" + spec.job_name);
+  environment.push_back(std::string(kJobLogVariable) + "=" +
+                        fs::absolute(absolute(job.log_path)).string());
   std::vector<char*> envp;
   for (std::string& text : environment) envp.push_back(text.data());
   envp.push_back(nullptr);
@@ -325,7 +336,7 @@ Result<bool> LocalLauncher::reattach(const LaunchSpec& spec) {
   if (job.finished) return true;  // already reported in this launcher's life
   if (job.pid == 0 && job.spawn_failure.empty()) {
     // Only the intent was recorded: adopt the process if the spawn happened, else start over.
-    job.pid = find_job_process(spec.job_name);
+    job.pid = find_job_process(spec.job_name, fs::absolute(absolute(job.log_path)).string());
     const std::optional<FileFacts> log = stat_file(absolute(job.log_path));
     if (job.pid == 0 && (!log || log->size_bytes == 0)) {
       known_.erase(found);

@@ -279,6 +279,31 @@ TEST_F(LocalLauncherTest, AnIntentWhoseSpawnNeverHappenedLetsTheRunStart) {
   EXPECT_EQ(finished().final_state, "COMPLETED");
 }
 
+// Two ledgers on one machine may each run a job called c1-run7: an intent in one is never taken
+// for the other's running process.
+TEST_F(LocalLauncherTest, AnotherLedgersJobOfTheSameNameIsNotAdopted) {
+  const fs::path other_root = root_.string() + "-other";
+  fs::remove_all(other_root);
+  fs::create_directories(other_root);
+  auto other = LocalLauncher::open(*scheduler_, other_root.string(), "local",
+                                   LocalLauncherOptions{"sleep 5", 2.0});
+  ASSERT_TRUE(other.ok()) << other.error();
+  ASSERT_TRUE(other.value()->submit(spec("c1-run7", plain_recipe())).ok());
+
+  fs::create_directories(root_ / "local" / "logs");
+  std::ofstream(root_ / "local" / "jobs.jsonl")
+      << R"({"job_name":"c1-run7","job_id":"local-pending","run_id":7,"pid":0,)"
+      << R"("started_at_unix_ns":1,"log_path":"local/logs/c1-run7.log"})"
+      << "\n";
+  std::ofstream(root_ / "local" / "logs" / "c1-run7.log");
+  auto launcher = open("echo fresh");
+  EXPECT_FALSE(launcher->reattach(spec("c1-run7", plain_recipe())).value())
+      << "the other ledger's process is not ours";
+  other.value()->cancel(7, "test over");
+  other.value().reset();
+  fs::remove_all(other_root);
+}
+
 TEST(JobJournal, AFieldOfTheWrongTypeIsAnErrorNamingItsLine) {
   const fs::path path =
       fs::temp_directory_path() / ("attune-journal-" + std::to_string(::getpid()) + ".jsonl");

@@ -1,11 +1,42 @@
 #include "adapters/metrics/failure_class.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 namespace attune {
 
 namespace {
+
+// Ranks of the evidence, strongest first (failure_class.h). Evidence superseded by later training
+// ranks after everything that may decide.
+enum Rank : int {
+  kRankPruned = 1,
+  kRankOomSign,
+  kRankOomState,
+  kRankHardwareSign,
+  kRankNodeState,
+  kRankProgramError,
+  kRankInfraSign,
+  kRankBadNode,
+  kRankCancelledState,
+  kRankTimeoutSign,
+  kRankSilentOrTimeoutState,
+  kRankSuspectedInfra,
+  kRankDiverged,
+  kRankEcho,
+  kRankFailedState,
+  kRankPreamble = 50,  // added to a preamble sign's rank: below all the program's own evidence
+  kRankSuperseded = 100,
+};
+
+struct Ranked {
+  int rank = 0;
+  std::uint32_t file = 0;
+  Evidence evidence;
+};
 
 // The state's first word, upper case, without sacct's '+' suffix.
 std::string state_word(std::string_view state) {
@@ -20,49 +51,194 @@ std::string state_word(std::string_view state) {
   return word;
 }
 
-Failure from_sign(FailureClass failure_class, const SignLine& line) {
-  return Failure{failure_class, line.text, line.line_number};
+struct SignMeaning {
+  int rank;
+  FailureClass failure_class;
+  bool suspected;
+  const char* why;
+};
+
+SignMeaning meaning_of(FailureSign sign) {
+  switch (sign) {
+    case FailureSign::kOutOfMemory:
+      return {kRankOomSign, FailureClass::kOom, false, "out of memory"};
+    case FailureSign::kHardwareFault:
+      return {kRankHardwareSign, FailureClass::kInfra, false, "hardware or node fault"};
+    case FailureSign::kProgramError:
+      return {kRankProgramError, FailureClass::kCrash, false, "program error"};
+    case FailureSign::kInfrastructure:
+      return {kRankInfraSign, FailureClass::kInfra, false, "network, storage or system error"};
+    case FailureSign::kCollectiveTimeout:
+      return {kRankTimeoutSign, FailureClass::kHang, false, "collective timeout or time limit"};
+    case FailureSign::kSuspectedInfrastructure:
+      return {kRankSuspectedInfra, FailureClass::kInfra, true, "NCCL error without a cause"};
+    case FailureSign::kErrorEcho:
+      return {kRankEcho, FailureClass::kCrash, false, "traceback or error echo"};
+  }
+  return {kRankEcho, FailureClass::kCrash, false, "traceback or error echo"};
 }
 
-Failure from_state(FailureClass failure_class, const std::string& state) {
-  return Failure{failure_class, "final state " + state, 0};
+Ranked from_sign(const MegatronLog& log, const SignLine& sign) {
+  const SignMeaning meaning = meaning_of(sign.sign);
+  Ranked out;
+  out.rank = meaning.rank;
+  out.file = sign.file;
+  out.evidence.failure_class = meaning.failure_class;
+  out.evidence.suspected = meaning.suspected;
+  out.evidence.message = sign.text;
+  out.evidence.file = sign.file < log.files.size() ? log.files[sign.file] : std::string();
+  out.evidence.line_number = sign.line_number;
+  out.evidence.why = meaning.why;
+  if (sign.superseded) {
+    out.rank += kRankSuperseded;
+    out.evidence.why += "; training went on after it";
+  } else if (sign.preamble) {
+    out.rank += kRankPreamble;
+    out.evidence.why += "; before the training program started";
+  }
+  return out;
+}
+
+Ranked from_fact(int rank, FailureClass failure_class, std::string message, std::string why) {
+  Ranked out;
+  out.rank = rank;
+  out.file = UINT32_MAX;
+  out.evidence.failure_class = failure_class;
+  out.evidence.message = std::move(message);
+  out.evidence.why = std::move(why);
+  return out;
+}
+
+void add_state_evidence(const std::string& state, const JobOutcome& job, std::vector<Ranked>& out) {
+  const std::string said = "final state " + state;
+  if (state == "OUT_OF_MEMORY") {
+    out.push_back(from_fact(kRankOomState, FailureClass::kOom, said, "the launcher's state"));
+  } else if (state == "NODE_FAIL" || state == "BOOT_FAIL") {
+    out.push_back(from_fact(kRankNodeState, FailureClass::kInfra, said, "the launcher's state"));
+  } else if (state == "PREEMPTED" || (state == "CANCELLED" && !job.log_silent)) {
+    out.push_back(
+        from_fact(kRankCancelledState, FailureClass::kInfra, said, "cancelled by someone else"));
+  } else if (state == "TIMEOUT" || state == "DEADLINE") {
+    out.push_back(
+        from_fact(kRankSilentOrTimeoutState, FailureClass::kHang, said, "the launcher's state"));
+  } else if (state == "FAILED") {
+    out.push_back(from_fact(kRankFailedState, FailureClass::kCrash, said, "the launcher's state"));
+  }
+  if (job.log_silent) {
+    out.push_back(from_fact(kRankSilentOrTimeoutState, FailureClass::kHang,
+                            "log silent past the hang timeout", "the hang detector"));
+  }
+}
+
+std::string task_list_text(const std::vector<std::uint32_t>& tasks) {
+  std::string out;
+  for (std::size_t i = 0; i < tasks.size();) {
+    std::size_t j = i;
+    while (j + 1 < tasks.size() && tasks[j + 1] == tasks[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(tasks[i]);
+    if (j > i) out += "-" + std::to_string(tasks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// The failed tasks all ran on one node of several: a bad node.
+void add_node_evidence(const MegatronLog& log, Failure& failure, std::vector<Ranked>& out) {
+  for (const auto& [host, tasks] : log.nodes) {
+    if (tasks.failed.empty()) continue;
+    failure.failing_nodes.push_back(host);
+    failure.failing_tasks.insert(failure.failing_tasks.end(), tasks.failed.begin(),
+                                 tasks.failed.end());
+  }
+  std::sort(failure.failing_tasks.begin(), failure.failing_tasks.end());
+  if (failure.failing_nodes.size() != 1 || log.nodes.size() < 2) return;
+  out.push_back(from_fact(kRankBadNode, FailureClass::kInfra,
+                          "tasks " + task_list_text(failure.failing_tasks) + " failed on " +
+                              failure.failing_nodes.front() + " alone, of " +
+                              std::to_string(log.nodes.size()) + " nodes",
+                          "one node's tasks failed: retry on other nodes"));
+}
+
+// The last logged iteration reports a loss or grad norm that is not finite, with no NaN check to
+// stop it (forks that count no nan iterations): the training diverged.
+void add_divergence_evidence(const MegatronLog& log, std::vector<Ranked>& out) {
+  if (log.iterations.empty()) return;
+  const IterationLine& last = log.iterations.back();
+  const bool loss_bad = last.lm_loss && !std::isfinite(*last.lm_loss);
+  const bool norm_bad = last.grad_norm && !std::isfinite(*last.grad_norm);
+  if (!loss_bad && !norm_bad) return;
+  Ranked diverged =
+      from_fact(kRankDiverged, FailureClass::kCrash,
+                std::string("iteration ") + std::to_string(last.iteration) + " reports " +
+                    (loss_bad ? "an lm loss" : "a grad norm") + " that is not finite",
+                "training diverged");
+  diverged.file = last.file;
+  diverged.evidence.file = last.file < log.files.size() ? log.files[last.file] : std::string();
+  diverged.evidence.line_number = last.line_number;
+  out.push_back(std::move(diverged));
+}
+
+// The ranked alternatives: one per class and kind, strongest first.
+std::vector<Evidence> alternatives_of(const std::vector<Ranked>& ranked) {
+  std::vector<Evidence> out;
+  for (std::size_t i = 1; i < ranked.size() && out.size() < kAlternativesMax; ++i) {
+    const Evidence& evidence = ranked[i].evidence;
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&evidence](const Evidence& kept) {
+                                    return kept.failure_class == evidence.failure_class &&
+                                           kept.why == evidence.why;
+                                  }) ||
+                      (ranked[0].evidence.failure_class == evidence.failure_class &&
+                       ranked[0].evidence.why == evidence.why);
+    if (!seen) out.push_back(evidence);
+  }
+  return out;
 }
 
 }  // namespace
 
 std::optional<Failure> classify_failure(const MegatronLog& log, const JobOutcome& job) {
-  const std::string state = state_word(job.final_state);
-  const auto sign = [&log](FailureSign kind) -> const std::optional<SignLine>& {
-    return log.first_sign(kind);
-  };
-
+  Failure failure;
+  std::vector<Ranked> ranked;
   if (job.pruned) {
-    return Failure{FailureClass::kPruned, "pruned: slower than the leader after steady steps", 0};
+    ranked.push_back(from_fact(kRankPruned, FailureClass::kPruned,
+                               "pruned: slower than the leader after steady steps", "the pruner"));
   }
-  if (const auto& line = sign(FailureSign::kOutOfMemory)) {
-    return from_sign(FailureClass::kOom, *line);
+  for (const SignLine& sign : log.signs) ranked.push_back(from_sign(log, sign));
+  add_state_evidence(state_word(job.final_state), job, ranked);
+  add_node_evidence(log, failure, ranked);
+  add_divergence_evidence(log, ranked);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return std::tie(a.rank, a.file, a.evidence.line_number) <
+           std::tie(b.rank, b.file, b.evidence.line_number);
+  });
+  if (ranked.empty() || ranked.front().rank >= kRankSuperseded) return std::nullopt;
+  const Evidence& decided = ranked.front().evidence;
+  failure.failure_class = decided.failure_class;
+  failure.message = decided.message;
+  failure.line_number = decided.line_number;
+  failure.suspected = decided.suspected;
+  failure.file = decided.file;
+  failure.why = decided.why;
+  failure.alternatives = alternatives_of(ranked);
+  // Without a launcher's task reports, the host pdsh labelled the deciding line with.
+  if (failure.failing_nodes.empty()) {
+    for (const SignLine& sign : log.signs) {
+      if (sign.line_number == failure.line_number && !sign.host.empty() &&
+          sign.text == failure.message) {
+        failure.failing_nodes.push_back(sign.host);
+        break;
+      }
+    }
   }
-  if (state == "OUT_OF_MEMORY") return from_state(FailureClass::kOom, state);
-  if (state == "NODE_FAIL" || state == "BOOT_FAIL") return from_state(FailureClass::kInfra, state);
-  if (const auto& line = sign(FailureSign::kProgramError)) {
-    return from_sign(FailureClass::kCrash, *line);
-  }
-  if (const auto& line = sign(FailureSign::kInfrastructure)) {
-    return from_sign(FailureClass::kInfra, *line);
-  }
-  if (state == "PREEMPTED" || (state == "CANCELLED" && !job.log_silent)) {
-    return from_state(FailureClass::kInfra, state);
-  }
-  if (const auto& line = sign(FailureSign::kCollectiveTimeout)) {
-    return from_sign(FailureClass::kHang, *line);
-  }
-  if (job.log_silent) return Failure{FailureClass::kHang, "log silent past the hang timeout", 0};
-  if (state == "TIMEOUT" || state == "DEADLINE") return from_state(FailureClass::kHang, state);
-  if (const auto& line = sign(FailureSign::kErrorEcho)) {
-    return from_sign(FailureClass::kCrash, *line);
-  }
-  if (state == "FAILED") return from_state(FailureClass::kCrash, state);
-  return std::nullopt;
+  return failure;
+}
+
+std::string failure_class_text(const Failure& failure) {
+  std::string text = to_string(failure.failure_class);
+  if (failure.suspected) text += " (suspected)";
+  return text;
 }
 
 }  // namespace attune

@@ -39,7 +39,8 @@ RunOutcome LogMetricsSource::measure(const std::string& log_text, const JobRepor
     }
     case ReadingKind::kFailed:
       failed.failure_class = reading.failure->failure_class;
-      failed.message = reading.failure->message;
+      // "suspected: " marks an infra class the log alone could not prove; the retry rule decides.
+      failed.message = (reading.failure->suspected ? "suspected: " : "") + reading.failure->message;
       return failed;
     case ReadingKind::kBadRequest:
     case ReadingKind::kIncomplete:

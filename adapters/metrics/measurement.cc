@@ -189,8 +189,17 @@ Result<Measurement> measure(const MegatronLog& log, const MeasureSettings& setti
                         "time per iteration (" + std::to_string(line->elapsed_ms_per_iteration) +
                         " ms; expected 0.001 ms to a week)");
     }
-    tokens += static_cast<double>(line->global_batch_size) * interval_d *
-              static_cast<double>(settings.seq_length);
+    // Older Megatron-LM lines do not print the global batch size: the arguments block's then.
+    const std::uint64_t global_batch =
+        line->global_batch_size > 0 ? line->global_batch_size
+                                    : log.arguments.unsigned_value("global_batch_size").value_or(0);
+    if (global_batch == 0) {
+      return make_error("iteration " + std::to_string(end) +
+                        " prints no global batch size (an older Megatron-LM format), and the "
+                        "arguments block has no global_batch_size");
+    }
+    tokens +=
+        static_cast<double>(global_batch) * interval_d * static_cast<double>(settings.seq_length);
     milliseconds += line->elapsed_ms_per_iteration * interval_d;
     out.window_step_times_ms.push_back(line->elapsed_ms_per_iteration);
   }

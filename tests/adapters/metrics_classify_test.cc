@@ -254,7 +254,10 @@ TEST(MetricsClassifyReading, AFailureOutranksAMeasurement) {
   const MegatronLog log = read_megatron_log(complete_log());
   const RunReading failed = read_run(log, JobOutcome{"FAILED", false}, MeasureRequest{});
   EXPECT_EQ(failed.kind, ReadingKind::kFailed);
-  EXPECT_EQ(failed.failure, (Failure{FailureClass::kCrash, "final state FAILED", 0}));
+  ASSERT_TRUE(failed.failure.has_value());
+  EXPECT_EQ(failed.failure->failure_class, FailureClass::kCrash);
+  EXPECT_EQ(failed.failure->message, "final state FAILED");
+  EXPECT_EQ(failed.failure->line_number, 0U);
   EXPECT_FALSE(failed.measurement.has_value());
   const RunReading measured = read_run(log, JobOutcome{"COMPLETED", false}, MeasureRequest{});
   EXPECT_EQ(measured.kind, ReadingKind::kMeasured);
@@ -284,6 +287,147 @@ TEST(MetricsClassifyReading, AFailureComesBeforeMissingSettingsAndTheWindow) {
   const RunReading incomplete = read_run(cut, JobOutcome{}, request);
   EXPECT_EQ(incomplete.kind, ReadingKind::kIncomplete);
   EXPECT_EQ(incomplete.reason, "the log stops at iteration 2, before the window's last step 13");
+}
+
+// ---- evidence as real clusters write it --------------------------------------------------------
+
+TEST(MetricsEvidence, WarningLevelTracebacksAreNoSigns) {
+  const MegatronLog log = log_of(
+      "[rank24]:W0527 00:19:08.340000 50695 torch/_inductor/codecache.py:1052] [1/1] Traceback "
+      "(most recent call last):\n"
+      "[rank24]:W0527 00:19:08.340000 50695 torch/_inductor/codecache.py:1052] [1/1]   File "
+      "\"/x.py\", line 1048, in f\n"
+      "[rank24]:W0527 00:19:08.340000 50695 torch/_inductor/codecache.py:1052] [1/1] "
+      "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/x'\n"
+      "[rank0]:[W527 00:18:20.731438951 ProcessGroupNCCL.cpp:930] Warning: CUDA out of memory "
+      "was retried");
+  EXPECT_TRUE(log.signs.empty()) << log.signs.front().text;
+}
+
+TEST(MetricsEvidence, AnExceptionIsTheTracebacksLastLineWhateverItsName) {
+  // StopIteration names no Error, and the header may be lost in a pasted excerpt.
+  const std::optional<Failure> failure = classify(
+      "[rank24]: File \"/swift/utils.py\", line 60, in get_batch\n"
+      "[rank24]: data = next(data_iterator)\n"
+      "[rank24]: StopIteration\n"
+      "INFO: not an exception after the traceback ended\n",
+      "");
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kCrash);
+  EXPECT_EQ(failure->message, "[rank24]: StopIteration");
+}
+
+TEST(MetricsEvidence, AChainedExceptionEchoesItsRootCause) {
+  const std::optional<Failure> failure = classify(
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"/torch/serialization.py\", line 967, in save\n"
+      "[rank0]: RuntimeError: [enforce fail at inline_container.cc:858] . PytorchStreamWriter "
+      "failed writing file data/5: file write failed\n"
+      "[rank0]: \n"
+      "[rank0]: During handling of the above exception, another exception occurred:\n"
+      "[rank0]: \n"
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"/torch/serialization.py\", line 798, in __exit__\n"
+      "[rank0]: RuntimeError: [enforce fail at inline_container.cc:664] . unexpected pos 8 vs 5",
+      "");
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kInfra);
+  EXPECT_EQ(failure->line_number, 3U);
+  ASSERT_FALSE(failure->alternatives.empty());
+  EXPECT_EQ(failure->alternatives.front().failure_class, FailureClass::kCrash);
+  EXPECT_EQ(failure->alternatives.front().why, "traceback or error echo");
+}
+
+TEST(MetricsEvidence, ABatchScriptsErrorBeforeTrainingIsNotTheJobsEnd) {
+  std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/.local/bin/wandb\", line 5, in <module>\n"
+      "ModuleNotFoundError: No module named 'dataclasses'\n";
+  // The training program starts (srun labels its lines), trains, and meets the time limit.
+  for (int i = 1; i <= 3; ++i) {
+    text += " 0: [2026-06-24 18:00:0" + std::to_string(i) + "] iteration        " +
+            std::to_string(i) +
+            "/     100 | consumed samples:          336 | elapsed time per iteration (ms): "
+            "5000.0 | learning rate: 1.000000E-04 | global batch size:   336 | lm loss: "
+            "5.000000E+00 | loss scale: 1.0 | grad norm: 1.000 | number of skipped iterations:   "
+            "0 | number of nan iterations:   0 |\n";
+  }
+  text +=
+      "[2026-06-24T19:02:35.012] error: *** JOB 2611435 ON nid007478 CANCELLED AT "
+      "2026-06-24T19:02:35 DUE TO TIME LIMIT ***";
+  const std::optional<Failure> failure = classify(text, "TIMEOUT");
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kHang);
+  EXPECT_EQ(failure->line_number, 7U);
+  // Without the training, the same preamble error is all there is, and it decides.
+  EXPECT_EQ(class_of(text.substr(0, text.find(" 0: ")), ""), FailureClass::kCrash);
+}
+
+TEST(MetricsEvidence, TheFailedTasksOfOneNodeOfSeveralAreABadNode) {
+  const std::string tasks =
+      "32: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 32.\n"
+      "srun: error: nid006742: tasks 32-33: Exited with exit code 1\n"
+      "srun: error: nid006742: tasks 34-35: Exited with exit code 1\n"
+      "srun: error: nid006717: tasks 12,15: Killed\n"
+      "srun: error: nid006709: tasks 8-9,11: Killed";
+  const std::optional<Failure> failure = classify(tasks, "FAILED");
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kInfra);
+  EXPECT_EQ(failure->message, "tasks 32-35 failed on nid006742 alone, of 3 nodes");
+  EXPECT_EQ(failure->failing_nodes, std::vector<std::string>{"nid006742"});
+  EXPECT_EQ(failure->failing_tasks, (std::vector<std::uint32_t>{32, 33, 34, 35}));
+  // Tasks failing on two nodes are no bad node: the echo decides, a crash.
+  EXPECT_EQ(class_of(tasks + "\nsrun: error: nid006709: task 10: Exited with exit code 1"),
+            FailureClass::kCrash);
+}
+
+TEST(MetricsEvidence, AnNcclErrorWithoutACauseIsOnlySuspectedInfra) {
+  const std::optional<Failure> failure = classify(
+      "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:77, unhandled "
+      "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5");
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kInfra);
+  EXPECT_TRUE(failure->suspected);
+  EXPECT_EQ(failure_class_text(*failure), "infra (suspected)");
+  // A program error names the cause: the NCCL error is then its echo.
+  EXPECT_EQ(class_of(std::string(kConfigAssertion) + "\nncclUnhandledCudaError: Call to CUDA "
+                                                     "function failed."),
+            FailureClass::kCrash);
+}
+
+TEST(MetricsEvidence, AHardwareFaultOutranksTheIllegalAccessItCauses) {
+  EXPECT_EQ(
+      class_of("GPU 00000000:04:00.0: Detected Critical Xid Error\n" + std::string(kIllegalAccess)),
+      FailureClass::kInfra);
+}
+
+TEST(MetricsEvidence, ADivergedRunWithoutANanCheckIsACrash) {
+  const std::optional<Failure> failure = classify(
+      " iteration     5426/  250000 | consumed samples:        43408 | elapsed time per "
+      "iteration (ms): 4247.9 | learning rate: 2.999E-04 | global batch size:     8 | loss "
+      "scale: 1.0 | grad norm: nan | number of skipped iterations:   0 | number of nan "
+      "iterations:   0 |",
+      "COMPLETED");
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kCrash);
+  EXPECT_EQ(failure->message, "iteration 5426 reports a grad norm that is not finite");
+  EXPECT_EQ(failure->line_number, 1U);
+}
+
+TEST(MetricsEvidence, SrunSplitLinesAreRejoined) {
+  const MegatronLog log = log_of(
+      "0: [default0]:  add_qkv_bias ............\n"
+      "0: ........................ False\n"
+      "0: [def\n"
+      "0: ault0]:[Rank 0] (after 2 iterations) memory (MB) | allocated: 14234.91 | max "
+      "allocated: 39890.01 | res\n"
+      "0: erved: 42498.00 | max reserved: 42498.00\n"
+      "0: [default0]:done");
+  EXPECT_EQ(log.lines_rejoined, 3U);
+  ASSERT_EQ(log.memory.size(), 1U);
+  EXPECT_EQ(log.memory[0].max_reserved_mb, 42498.00);
+  // A task whose lines carry no inner prefix has nothing to rejoin.
+  EXPECT_EQ(log_of("0: first\n0: second").lines_rejoined, 0U);
 }
 
 }  // namespace

@@ -733,6 +733,78 @@ RC_GTEST_PROP(MetricsProperty, ThroughputIsTheHandFormulaWhateverElseTheLogHolds
   }
 }
 
+// ---- older and other forms ---------------------------------------------------------------------
+
+TEST(MetricsOlderForms, A2020LineWithoutSamplesOrBatchIsRead) {
+  const MegatronLog log = read_megatron_log(
+      " iteration       10/  120000 | elapsed time per iteration (ms): 1993.9 | learning rate: "
+      "0.000E+00 | loss scale: 8388608.0 | number of skipped iterations:   5 | number of nan "
+      "iterations:   0 |\n"
+      "after 10 iterations memory (MB) | allocated: 10250.5693359375 | max allocated: "
+      "12606.06201171875 | reserved: 17482.0 | max reserved: 17482.0\n");
+  ASSERT_EQ(log.iterations.size(), 1U);
+  EXPECT_EQ(log.iterations[0].elapsed_ms_per_iteration, 1993.9);
+  EXPECT_EQ(log.iterations[0].global_batch_size, 0U);
+  EXPECT_EQ(log.iterations[0].skipped_iterations, 5U);
+  ASSERT_EQ(log.memory.size(), 1U);
+  EXPECT_EQ(log.memory[0].max_reserved_mb, 17482.0);
+}
+
+TEST(MetricsOlderForms, TheArgumentsBlockGivesTheBatchAnOlderLineDoesNotPrint) {
+  std::string text =
+      "------------------------ arguments ------------------------\n"
+      "  global_batch_size ............................... 16\n"
+      "-------------------- end of arguments ---------------------\n";
+  for (int i = 1; i <= 13; ++i) {
+    text += " iteration " + std::to_string(i) +
+            "/ 100 | elapsed time per iteration (ms): 500.0 | learning rate: 1.0E-04 | loss "
+            "scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n";
+  }
+  MeasureRequest request;
+  request.seq_length = 1024;
+  request.gpus = 2;
+  const RunReading reading = read_run(read_megatron_log(text), JobOutcome{}, request);
+  ASSERT_EQ(reading.kind, ReadingKind::kMeasured) << reading.reason;
+  EXPECT_DOUBLE_EQ(reading.measurement->tokens_per_s_per_gpu, 16.0 * 1024 / 0.5 / 2);
+  // Without the block the batch is unknown, and the window is no measurement.
+  const std::string lines_only = text.substr(text.find(" iteration "));
+  EXPECT_EQ(read_run(read_megatron_log(lines_only), JobOutcome{}, request).kind,
+            ReadingKind::kIncomplete);
+}
+
+TEST(MetricsOlderForms, The2019AndNemoFormsAreRead) {
+  const MegatronLog old = read_megatron_log(
+      " iteration      200/   20000 | elapsed time per iteration (ms): 313.1 | learning rate "
+      "2.020E-06 | lm loss 9.444483E+00 | nsp loss 2.486780E-01 |\n");
+  ASSERT_EQ(old.iterations.size(), 1U);
+  EXPECT_EQ(old.iterations[0].elapsed_ms_per_iteration, 313.1);
+  EXPECT_EQ(old.iterations[0].lm_loss, 9.444483);
+  const MegatronLog nemo = read_megatron_log(
+      "0: Training epoch 0, iteration 8/29 | lr: 5.389e-06 | global_batch_size: 512 | "
+      "global_step: 8 | reduced_train_loss: 10.22 | train_step_timing in s: 27.01 | "
+      "consumed_samples: 4608 | TFLOPS_per_GPU: 48.58\n");
+  ASSERT_EQ(nemo.iterations.size(), 1U);
+  EXPECT_DOUBLE_EQ(nemo.iterations[0].elapsed_ms_per_iteration, 27010.0);
+  EXPECT_EQ(nemo.iterations[0].global_batch_size, 512U);
+  // A modern line that mixes in a 2019 segment is garbled, not old.
+  EXPECT_TRUE(read_megatron_log(
+                  std::string(kReferenceIterationLines[0])
+                      .replace(std::string(kReferenceIterationLines[0]).find("learning rate:"), 14,
+                               "learning rate") +
+                  "\n")
+                  .iterations.empty());
+}
+
+TEST(MetricsOlderForms, ALineCutAfterItsTimeAndEndedByANewlineCounts) {
+  const std::string line = kReferenceIterationLines[0];
+  const std::size_t cut = line.find("| loss scale") + 6;  // inside the loss scale segment
+  const MegatronLog ended = read_megatron_log(line.substr(0, cut) + "\n");
+  ASSERT_EQ(ended.iterations.size(), 1U);
+  EXPECT_TRUE(ended.iterations[0].cut);
+  // Without its newline it may still be being written: not counted.
+  EXPECT_TRUE(read_megatron_log(line.substr(0, cut)).iterations.empty());
+}
+
 }  // namespace
 }  // namespace attune
 

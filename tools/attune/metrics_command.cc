@@ -29,9 +29,10 @@ namespace attune::cli {
 namespace {
 
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
+constexpr std::size_t kMessageWidth = 96;  // a log line cut to fit 100 columns
 
 struct MetricsOptions {
-  std::string log_path;
+  std::vector<std::string> log_paths;
   std::string window = "4:13";
   std::uint64_t seq_length = 0;
   std::uint64_t gpus = 0;
@@ -78,23 +79,27 @@ Result<StepWindow> parse_window(const std::string& text) {
   return window;
 }
 
-// Streams the file through the reader in chunks, so memory does not grow with the log's size.
-Result<MegatronLog> read_log_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error("cannot read " + path + ": it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error("cannot open " + path + ": " + std::generic_category().message(errno));
-  }
+// Streams the files through one reader in chunks, so memory does not grow with the log's size.
+// A job's .out and .err are one log in two files.
+Result<MegatronLog> read_log_files(const std::vector<std::string>& paths) {
   MegatronLogReader reader;
   std::vector<char> buffer(kReadChunkBytes);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    reader.feed(std::string_view(buffer.data(), static_cast<std::size_t>(in.gcount())));
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return make_error("cannot read " + path + ": it is a directory");
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return make_error("cannot open " + path + ": " + std::generic_category().message(errno));
+    }
+    reader.start_file(path);
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      reader.feed(std::string_view(buffer.data(), static_cast<std::size_t>(in.gcount())));
+    }
+    if (in.bad()) return make_error("cannot read " + path);
   }
-  if (in.bad()) return make_error("cannot read " + path);
   return reader.finish();
 }
 
@@ -113,6 +118,33 @@ const char* grouping_name(MemoryGrouping grouping) {
   return grouping == MemoryGrouping::kStage ? "stage" : "rank";
 }
 
+nlohmann::json evidence_json(const Evidence& evidence) {
+  return {{"class", to_string(evidence.failure_class)},
+          {"suspected", evidence.suspected},
+          {"why", evidence.why},
+          {"file", evidence.file.empty() ? nullptr : nlohmann::json(evidence.file)},
+          {"line", evidence.line_number ? nlohmann::json(evidence.line_number) : nullptr},
+          {"message", evidence.message}};
+}
+
+// The deciding evidence, the ranked alternatives and Slurm's per-node task reports.
+nlohmann::json failure_json(const Failure& failure) {
+  nlohmann::json alternatives = nlohmann::json::array();
+  for (const Evidence& evidence : failure.alternatives) {
+    alternatives.push_back(evidence_json(evidence));
+  }
+  nlohmann::json deciding =
+      evidence_json(Evidence{failure.failure_class, failure.suspected, failure.message,
+                             failure.file, failure.line_number, failure.why});
+  return {{"class", to_string(failure.failure_class)},
+          {"suspected", failure.suspected},
+          {"text", failure_class_text(failure)},
+          {"deciding", deciding},
+          {"alternatives", alternatives},
+          {"failing_nodes", failure.failing_nodes},
+          {"failing_tasks", failure.failing_tasks}};
+}
+
 void print_json(const RunReading& reading, const MegatronLog& log, const StepWindow& window) {
   const Measurement* m = reading.measurement ? &*reading.measurement : nullptr;
   const std::uint64_t interval = m ? m->settings.log_interval : log_interval_of(log);
@@ -128,6 +160,7 @@ void print_json(const RunReading& reading, const MegatronLog& log, const StepWin
   const Failure* failure = reading.failure ? &*reading.failure : nullptr;
 
   nlohmann::json out = {
+      {"schema_version", 2},
       {"outcome", to_string(reading.kind)},
       {"tokens_per_s_per_gpu", m ? number_json(m->tokens_per_s_per_gpu) : nullptr},
       {"window", {{"first", window.first}, {"last", window.last}}},
@@ -147,6 +180,7 @@ void print_json(const RunReading& reading, const MegatronLog& log, const StepWin
       {"failure_message", failure ? nlohmann::json(failure->message) : nullptr},
       {"failure_line",
        failure && failure->line_number ? nlohmann::json(failure->line_number) : nullptr},
+      {"failure", failure ? failure_json(*failure) : nullptr},
       {"reason", reading.reason.empty() ? nullptr : nlohmann::json(reading.reason)},
       {"args", args},
   };
@@ -184,19 +218,48 @@ void print_measurement(const Measurement& m, const ArgumentsBlock& arguments) {
             << (arguments.complete ? " (block complete)" : " (block incomplete or absent)") << "\n";
 }
 
+// `text`, cut to `width` bytes with "..." where it is longer.
+std::string cut(const std::string& text, std::size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+}
+
+std::string where_text(const std::string& file, std::uint64_t line) {
+  if (line == 0) return "";
+  const std::string name = std::filesystem::path(file).filename().string();
+  return (name.empty() ? "line " : name + " line ") + std::to_string(line);
+}
+
+// Fits 100 columns: long lines of the log are cut, the JSON output has them whole.
 void print_failure(const Failure& failure) {
-  std::cout << "failed: " << to_string(failure.failure_class) << "\n";
+  std::cout << "failed: " << failure_class_text(failure) << " (" << failure.why << ")\n";
   if (failure.line_number > 0) {
-    std::cout << "decided by line " << failure.line_number << ": " << failure.message << "\n";
+    std::cout << "decided by " << where_text(failure.file, failure.line_number) << ":\n  "
+              << cut(failure.message, kMessageWidth) << "\n";
   } else {
-    std::cout << "decided by: " << failure.message << "\n";
+    std::cout << "decided by: " << cut(failure.message, kMessageWidth) << "\n";
+  }
+  if (!failure.failing_nodes.empty()) {
+    std::string nodes;
+    for (const std::string& node : failure.failing_nodes)
+      nodes += (nodes.empty() ? "" : ", ") + node;
+    std::cout << "failed tasks on: " << cut(nodes, kMessageWidth) << "\n";
+  }
+  if (failure.alternatives.empty()) return;
+  std::cout << "other evidence, strongest first:\n";
+  for (const Evidence& evidence : failure.alternatives) {
+    std::string head = std::string(to_string(evidence.failure_class)) +
+                       (evidence.suspected ? " (suspected)" : "") + ", " + evidence.why;
+    const std::string where = where_text(evidence.file, evidence.line_number);
+    if (!where.empty()) head += ", " + where;
+    std::cout << "  " << cut(head, kMessageWidth) << "\n    "
+              << cut(evidence.message, kMessageWidth - 2) << "\n";
   }
 }
 
 int run_metrics(const MetricsOptions& options) {
   Result<StepWindow> window = parse_window(options.window);
   if (!window.ok()) return fail(window.error());
-  Result<MegatronLog> log = read_log_file(options.log_path);
+  Result<MegatronLog> log = read_log_files(options.log_paths);
   if (!log.ok()) return fail(log.error());
 
   MeasureRequest request;
@@ -235,9 +298,13 @@ void add_metrics_command(CLI::App& app, int& exit_code) {
       "metrics",
       "Read a Megatron-LM training log: the window throughput (aggregate tokens/s/GPU), per-step "
       "times, their rsd, peak memory per pipeline stage, the loss curve and the arguments block, "
-      "or the failure class (oom, hang, crash, infra) and the line that decided it. Exit 0 "
+      "or the failure class (oom, hang, crash, infra) with the evidence that decided it and the "
+      "rest, ranked. Exit 0 "
       "measured, 1 failed or no complete window, 2 bad input.");
-  metrics->add_option("LOG", options->log_path, "The training log (stdout/stderr of the job)")
+  metrics
+      ->add_option("LOG", options->log_paths,
+                   "The training log (stdout/stderr of the job); a job's .out and .err may be "
+                   "given together, one log in two files")
       ->required();
   metrics
       ->add_option("--window", options->window,

@@ -179,6 +179,47 @@ void add_divergence_evidence(const MegatronLog& log, std::vector<Ranked>& out) {
   out.push_back(std::move(diverged));
 }
 
+bool is_host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-' || c == '_';
+}
+
+// The host a line names: NCCL's own prefix (`TENCENT64:47604:53083 [0] ... NCCL WARN`), or
+// Megatron's `node: HOST` / `node HOST,` in its error messages; empty when none.
+std::string host_named_in(std::string_view line) {
+  if (line.find(" NCCL ") != std::string_view::npos) {
+    // A `HOST:PID:TID` token followed by `[DEVICE]`.
+    std::size_t start = 0;
+    while (start < line.size()) {
+      std::size_t end = line.find(' ', start);
+      if (end == std::string_view::npos) end = line.size();
+      const std::string_view token = line.substr(start, end - start);
+      const std::size_t colon = token.find(':');
+      const bool pid_tid =
+          colon != std::string_view::npos && colon > 0 &&
+          token.substr(colon + 1).find_first_not_of("0123456789:") == std::string_view::npos &&
+          token.size() > colon + 1;
+      if (pid_tid &&
+          std::all_of(token.begin(), token.begin() + static_cast<std::ptrdiff_t>(colon),
+                      is_host_char) &&
+          line.substr(end).starts_with(" [")) {
+        return std::string(token.substr(0, colon));
+      }
+      start = end + 1;
+    }
+  }
+  for (std::string_view mark : {std::string_view("node: "), std::string_view(", node ")}) {
+    const std::size_t at = line.find(mark);
+    if (at == std::string_view::npos) continue;
+    std::size_t end = at + mark.size();
+    while (end < line.size() && is_host_char(line[end])) ++end;
+    std::string_view host = line.substr(at + mark.size(), end - at - mark.size());
+    while (!host.empty() && host.back() == '.') host.remove_suffix(1);
+    if (!host.empty()) return std::string(host);
+  }
+  return {};
+}
+
 // The ranked alternatives: one per class and kind, strongest first.
 std::vector<Evidence> alternatives_of(const std::vector<Ranked>& ranked) {
   std::vector<Evidence> out;
@@ -222,14 +263,14 @@ std::optional<Failure> classify_failure(const MegatronLog& log, const JobOutcome
   failure.file = decided.file;
   failure.why = decided.why;
   failure.alternatives = alternatives_of(ranked);
-  // Without a launcher's task reports, the host pdsh labelled the deciding line with.
+  // Without a launcher's task reports, the host pdsh labelled the deciding line with, or the one
+  // the line names itself.
   if (failure.failing_nodes.empty()) {
     for (const SignLine& sign : log.signs) {
-      if (sign.line_number == failure.line_number && !sign.host.empty() &&
-          sign.text == failure.message) {
-        failure.failing_nodes.push_back(sign.host);
-        break;
-      }
+      if (sign.line_number != failure.line_number || sign.text != failure.message) continue;
+      std::string host = sign.host.empty() ? host_named_in(sign.text) : sign.host;
+      if (!host.empty()) failure.failing_nodes.push_back(std::move(host));
+      break;
     }
   }
   return failure;

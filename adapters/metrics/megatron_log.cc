@@ -14,12 +14,14 @@ namespace attune {
 
 namespace {
 
-constexpr std::string_view kArgumentsStart =
-    "------------------------ arguments ------------------------";
-constexpr std::string_view kArgumentsEnd =
-    "-------------------- end of arguments ---------------------";
-// Megatron pads an argument's name with dots to this width (`_print_args`).
-constexpr std::size_t kArgumentNameWidth = 48;
+// `------------------------ arguments ------------------------`: a title between runs of dashes
+// (their length has changed across Megatron-LM's versions).
+bool is_dashed_title(std::string_view line, std::string_view title) {
+  const std::size_t first = line.find_first_not_of('-');
+  const std::size_t last = line.find_last_not_of('-');
+  if (first == 0 || first == std::string_view::npos || last + 1 == line.size()) return false;
+  return line.substr(first, last - first + 1) == " " + std::string(title) + " ";
+}
 constexpr std::size_t kUnsignedDigitsMax = 19;  // fits std::uint64_t
 constexpr std::size_t kSrunLabelDigitsMax = 7;
 
@@ -42,6 +44,8 @@ constexpr std::string_view kInfrastructureMarks[] = {
     "unhandled system error",
     "NET/IB : Got completion from peer",
     "Failed to initialize any NET plugin",
+    "NCCL WARN Call to ibv_",  // an InfiniBand verbs call failed in NCCL's network layer
+    "Input/output error",      // EIO from the filesystem
     "PytorchStreamWriter failed writing file",  // torch.save: the storage refused the write
     "Could not find NET with id",
     "Stale file handle",
@@ -62,6 +66,7 @@ constexpr std::string_view kJobLevelMarks[] = {
 constexpr std::string_view kProgramErrorMarks[] = {
     "Unexpected result",  // Megatron's rerun state machine: NaN/Inf/spiky loss or grad norm
     "illegal memory access",
+    "Duplicate GPU detected",  // NCCL: two ranks launched on one GPU
 };
 // A peer that vanished may have crashed for a reason of its own that this log does not show.
 constexpr std::string_view kSuspectedInfrastructureMarks[] = {
@@ -517,8 +522,12 @@ std::optional<MemoryReport> parse_memory_report(std::string_view text, bool term
 
 // ---- arguments block ---------------------------------------------------------------------------
 
-// `  name ..... value`: two spaces, an identifier, a space, (48 - length) dots, a space, the
-// value. With a name of 48 or more characters there are no dots, so two spaces separate it.
+constexpr std::size_t kArgumentColumn = 48;       // `_print_args` since 2022
+constexpr std::size_t kOlderArgumentColumn = 32;  // before
+
+// `  name ..... value`: two spaces, an identifier, a space, dots, a space, the value. Megatron pads
+// the name with dots to a column (48 characters since 2022, 32 before); a name as long as the
+// column has no dots, so two spaces separate it from its value.
 std::optional<std::pair<std::string_view, std::string_view>> parse_argument(
     std::string_view content) {
   if (!content.starts_with("  ") || content.size() < 3 || !is_alpha(content[2])) {
@@ -527,14 +536,15 @@ std::optional<std::pair<std::string_view, std::string_view>> parse_argument(
   std::size_t i = 2;
   while (i < content.size() && is_identifier_char(content[i])) ++i;
   const std::string_view name = content.substr(2, i - 2);
-  const std::size_t dots =
-      name.size() < kArgumentNameWidth ? kArgumentNameWidth - name.size() : std::size_t{0};
   if (content.substr(i, 1) != " ") return std::nullopt;
   ++i;
-  for (std::size_t k = 0; k < dots; ++k, ++i) {
-    if (i >= content.size() || content[i] != '.') return std::nullopt;
-  }
-  if (content.substr(i, 1) != " ") return std::nullopt;
+  const std::size_t dots_start = i;
+  while (i < content.size() && content[i] == '.') ++i;
+  const std::size_t dots = i - dots_start;
+  const bool padded = dots > 0 && (name.size() + dots == kArgumentColumn ||
+                                   name.size() + dots == kOlderArgumentColumn);
+  const bool unpadded = dots == 0 && name.size() >= kOlderArgumentColumn;
+  if ((!padded && !unpadded) || content.substr(i, 1) != " ") return std::nullopt;
   return std::pair{name, content.substr(i + 1)};
 }
 
@@ -597,6 +607,13 @@ std::size_t indentation(std::string_view content) {
   return i;
 }
 
+// Lines that show the training program got past everything before them.
+constexpr std::string_view kCompletionMarks[] = {
+    "[after training is done]",
+    "successfully saved checkpoint",
+    "exiting program at iteration",
+};
+
 // The first lines a training program prints, whatever the launcher: before one of them (or a
 // line a launcher labelled), a file holds the batch script's own output.
 constexpr std::string_view kProgramMarks[] = {
@@ -653,6 +670,7 @@ void MegatronLogReader::start_file(std::string name) {
   log_.files.push_back(std::move(name));
   first_program_line_.push_back(0);
   last_iteration_lines_.push_back({0, 0});
+  last_completion_line_.push_back(0);
 }
 
 void MegatronLogReader::end_file() {
@@ -712,7 +730,8 @@ MegatronLog MegatronLogReader::finish() {
     const std::uint64_t first_program = first_program_line_[sign.file];
     const bool job_level = contains_any(sign.text, kJobLevelMarks);
     sign.preamble = first_program > sign.line_number && !job_level;
-    const bool went_on = last_iteration_lines_[sign.file][0] > sign.line_number;
+    const bool went_on = last_iteration_lines_[sign.file][0] > sign.line_number ||
+                         last_completion_line_[sign.file] > sign.line_number;
     sign.superseded = ((sign.preamble && !log_.iterations.empty()) || went_on) && !job_level;
     std::optional<SignLine>& first = log_.first_signs[static_cast<std::size_t>(sign.sign)];
     if (!first) first = sign;
@@ -779,6 +798,7 @@ void MegatronLogReader::process_line(std::string_view line, std::uint64_t line_n
   if (stripped.labelled || contains_any(stripped.content, kProgramMarks)) {
     if (first_program == 0 || line_number < first_program) first_program = line_number;
   }
+  if (contains_any(stripped.content, kCompletionMarks)) last_completion_line_.back() = line_number;
   read_signs(line, stripped.content, stripped.source, line_number);
   if (!stripped.host.empty() && log_.signs.size() > signs_with_host_) {
     for (std::size_t i = signs_with_host_; i < log_.signs.size(); ++i) {
@@ -855,7 +875,7 @@ void MegatronLogReader::read_arguments_line(std::string_view content, LineSource
     content.remove_prefix(1);
   }
   const std::string_view trimmed = trim(content);
-  if (trimmed == kArgumentsStart) {
+  if (is_dashed_title(trimmed, "arguments")) {
     // A new block replaces an earlier one: the later run in this log is the one that ran on.
     log_.arguments = ArgumentsBlock{};
     arguments_open_ = true;
@@ -864,7 +884,7 @@ void MegatronLogReader::read_arguments_line(std::string_view content, LineSource
   }
   // Other ranks' lines may interleave with the block; only its own source's lines count.
   if (!arguments_open_ || source != arguments_source_) return;
-  if (trimmed == kArgumentsEnd) {
+  if (is_dashed_title(trimmed, "end of arguments")) {
     log_.arguments.complete = true;
     arguments_open_ = false;
     return;
@@ -983,7 +1003,13 @@ void MegatronLogReader::read_node_report(std::string_view content) {
   if (host_end == std::string_view::npos || host_end == 0) return;
   const std::string host(content.substr(0, host_end));
   std::string_view rest = content.substr(host_end + 2);
-  rest.remove_prefix(rest.starts_with("tasks ") ? 6 : 5);
+  if (rest.starts_with("tasks ")) {
+    rest.remove_prefix(6);
+  } else if (rest.starts_with("task ")) {
+    rest.remove_prefix(5);
+  } else {
+    return;
+  }
   const std::size_t list_end = rest.find(": ");
   if (list_end == std::string_view::npos) return;
   std::vector<std::uint32_t> tasks;

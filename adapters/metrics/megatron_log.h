@@ -167,8 +167,9 @@ struct SignLine {
   // It came before its file's first line of the training program: the batch script's preamble
   // (a tool's error, a module that failed to load) rather than the training's own output.
   bool preamble = false;
-  // Training went on after it: at least two iterations were logged after it in its file, or it
-  // is in the preamble and the log shows iterations. Such a line did not end the job.
+  // Training went on after it: at least two iterations were logged after it in its file, or a
+  // line that shows the training got through (`successfully saved checkpoint`, `[after training
+  // is done]`), or it is in the preamble and the log shows iterations. It did not end the job.
   bool superseded = false;
 
   friend bool operator==(const SignLine&, const SignLine&) = default;
@@ -254,6 +255,9 @@ class MegatronLogReader {
   // last two accepted iteration lines (0: none).
   std::vector<std::uint64_t> first_program_line_;
   std::vector<std::array<std::uint64_t, 2>> last_iteration_lines_;
+  // Per file: the last line that shows the training got through (`[after training is done]`,
+  // `successfully saved checkpoint`); 0: none.
+  std::vector<std::uint64_t> last_completion_line_;
   // Open tracebacks by source: the next line of the source at the header's indentation that
   // names an exception is its exception.
   struct OpenTraceback {

@@ -264,15 +264,16 @@ double round_like_numpy(double value, int decimals) {
   return std::nearbyint(value * scale) / scale;
 }
 
-bool hta_filters(const TraceDirectory& directory) {
+// The distinct ProfilerStep names of the traces, counted up to 2: HTA filters with 2 or more.
+std::size_t profiler_step_names(const TraceDirectory& directory) {
   std::set<std::string> step_names;
   for (const RankTrace& trace : directory.ranks) {
     for (const TraceEvent& e : trace.events) {
       if (e.profiler_step()) step_names.insert(trace.names[e.name_id]);
-      if (step_names.size() >= 2) return true;
+      if (step_names.size() >= 2) return 2;
     }
   }
-  return false;
+  return step_names.size();
 }
 
 HtaRows hta_rows(const RankTrace& trace, bool filter, double min_ts_us) {
@@ -333,7 +334,17 @@ HtaRows hta_rows(const RankTrace& trace, bool filter, double min_ts_us) {
 
 HtaReport analyze_hta(const TraceDirectory& directory, const HtaOptions& options) {
   HtaReport report;
-  const bool filter = hta_filters(directory);
+  const std::size_t step_names = profiler_step_names(directory);
+  const bool filter = step_names >= 2;
+  if (step_names == 0) {
+    report.warnings.push_back(
+        "no ProfilerStep in the traces: nothing is filtered, and the whole trace is analysed as "
+        "HTA does");
+  } else if (step_names == 1) {
+    report.warnings.push_back(
+        "one ProfilerStep in the traces: nothing is filtered (HTA drops the last step only when "
+        "there are two or more), and the whole trace is analysed");
+  }
   double min_ts_us = std::numeric_limits<double>::infinity();
   for (const RankTrace& trace : directory.ranks) min_ts_us = std::min(min_ts_us, trace.min_ts_us);
 
@@ -367,6 +378,18 @@ HtaReport analyze_hta(const TraceDirectory& directory, const HtaOptions& options
                                 trace.path + ")");
     } else {
       report.temporal.push_back(temporal_of(trace.rank, args_stream_gpu));
+      // HTA asserts that the three parts of the kernel time are not negative, and stops.
+      const TemporalRow& row = report.temporal.back();
+      if (row.idle_us < 0 || row.compute_us < 0 || row.non_compute_us < 0) {
+        report.refusal = "rank " + std::to_string(trace.rank) +
+                         ": the temporal breakdown gives a negative time (idle " +
+                         std::to_string(std::llround(row.idle_us)) + " us, compute " +
+                         std::to_string(std::llround(row.compute_us)) + " us, non-compute " +
+                         std::to_string(std::llround(row.non_compute_us)) +
+                         " us); HolisticTraceAnalysis stops on an assertion here, so --hta has "
+                         "no tables for these traces (" +
+                         trace.path + ")";
+      }
       report.overlap.push_back(overlap_of(trace.rank, args_stream_gpu));
     }
     add_kernel_type_times(gpu, type_sums);

@@ -71,6 +71,9 @@ struct HtaReport {
   std::vector<KernelRow> kernels;           // sorted by (kernel_type, name, rank)
   std::vector<IdleRow> idle;
   std::vector<std::string> warnings;  // ranks left out (no GPU operation), ranks not traced
+  // Where HTA itself would stop (a negative time in the temporal breakdown): why, one line; the
+  // tables are then not HTA's and are not shown.
+  std::string refusal;
 };
 
 HtaReport analyze_hta(const TraceDirectory& directory, const HtaOptions& options = {});

@@ -67,6 +67,13 @@ KernelClass classify_kernel(std::string_view name) {
   return KernelClass::kOther;
 }
 
+bool moves_data_between_gpus(std::string_view name) {
+  const std::string_view first_line = name.substr(0, name.find('\n'));
+  const bool deep_ep = has(first_line, "deep_ep::") || has(first_line, "dpsk::ep::");
+  return (deep_ep && !has(first_line, "get_dispatch_layout")) || has(first_line, "nvshmem") ||
+         has(first_line, "multimem");
+}
+
 const char* comm_kind_name(CommKind kind) {
   switch (kind) {
     case CommKind::kNone:
@@ -104,8 +111,9 @@ CommKind comm_kind_of_group(std::string_view d) {
 }
 
 CommKind comm_kind_of_kernel(std::string_view kernel_name, std::string_view collective_name) {
-  if (has(kernel_name, "deep_ep") || has(kernel_name, "AllToAll") ||
-      has(collective_name, "all_to_all") || has(collective_name, "alltoall")) {
+  if (has(kernel_name, "deep_ep") || has(kernel_name, "dpsk::ep::") ||
+      has(kernel_name, "AllToAll") || has(collective_name, "all_to_all") ||
+      has(collective_name, "alltoall")) {
     return CommKind::kEpA2a;
   }
   return CommKind::kUnknown;

@@ -21,6 +21,12 @@ const char* kernel_class_name(KernelClass kernel_class);
 // else other. Python's `re.match` semantics: anchored at the start, `.` stops at a newline.
 KernelClass classify_kernel(std::string_view name);
 
+// Kernels that move data between GPUs outside NCCL, which HTA counts as computation: DeepEP's
+// dispatch, combine and notify kernels (`deep_ep::`, `dpsk::ep::`; not its local
+// get_dispatch_layout), NVSHMEM's kernels and PyTorch's symmetric-memory (multimem) collectives.
+// The tuner's own diagnosis counts them as communication; HTA's tables do not.
+bool moves_data_between_gpus(std::string_view name);
+
 enum class CommKind : std::uint8_t { kNone, kTp, kEpA2a, kPpP2p, kDp, kCp, kUnknown };
 constexpr int kCommKindCount = 7;
 
@@ -33,8 +39,8 @@ const char* comm_kind_name(CommKind kind);
 CommKind comm_kind_of_group(std::string_view description);
 
 // The kind of a communication kernel told from its name and Kineto's "Collective name" alone
-// (all-to-all, DeepEP dispatch/combine); kUnknown when the name fits several kinds (an all-reduce
-// may be tensor or data parallel, a SendRecv a pipeline transfer or an all-to-all).
+// (all-to-all, DeepEP dispatch/combine/notify); kUnknown when the name fits several kinds (an
+// all-reduce may be tensor or data parallel, a SendRecv a pipeline transfer or an all-to-all).
 CommKind comm_kind_of_kernel(std::string_view kernel_name, std::string_view collective_name);
 
 }  // namespace attune::profiler

@@ -178,7 +178,10 @@ Result<Diagnosis> diagnose_stages(const TraceDirectory& directory) {
     stage_diagnosis.path = trace->path;
     std::vector<const TraceEvent*> steps;
     for (const TraceEvent& e : trace->events) {
-      if (e.profiler_step() && !e.gpu_row() && e.dur_us > 0) steps.push_back(&e);
+      // The CPU annotation; its GPU-side span (gpu_user_annotation) is the same step.
+      if (e.profiler_step() && !e.gpu_row() && (e.flags & kGpuAnnotation) == 0 && e.dur_us > 0) {
+        steps.push_back(&e);
+      }
     }
     std::stable_sort(steps.begin(), steps.end(),
                      [](const TraceEvent* a, const TraceEvent* b) { return a->ts_us < b->ts_us; });
@@ -187,6 +190,10 @@ Result<Diagnosis> diagnose_stages(const TraceDirectory& directory) {
           step_of(timeline, trace->names[step->name_id], step->ts_us, step->ts_us + step->dur_us));
     }
     if (steps.empty()) {
+      diagnosis.warnings.push_back("rank " + std::to_string(true_rank(*trace)) +
+                                   ": no ProfilerStep in the trace; the whole trace is taken as "
+                                   "one step (" +
+                                   trace->path + ")");
       double last_end = -kInfinity;
       for (const Op& op : timeline.ops) last_end = std::max(last_end, op.end);
       stage_diagnosis.steps.push_back(

@@ -420,6 +420,7 @@ simdjson::error_code TraceBuilder::add_event(od::object event, std::uint32_t ind
       (stream >= 0 && correlation >= 0) || name == "Event Sync" || name == "Context Sync";
   if (gpu_row) row.flags |= kGpuRow;
   if (is_profiler_step(name)) row.flags |= kProfilerStep;
+  if (cat == "gpu_user_annotation") row.flags |= kGpuAnnotation;
   if (gpu_row) {
     if (correlation < 0) gpu_row_with_negative_correlation_ = true;
   } else {
@@ -427,7 +428,7 @@ simdjson::error_code TraceBuilder::add_event(od::object event, std::uint32_t ind
     if (correlation < 0) trace_.negative_correlation_cpu_rows.emplace_back(correlation, ts);
   }
   const bool native_comm =
-      row.kernel == KernelClass::kCommunication || name.find("deep_ep") != std::string_view::npos;
+      row.kernel == KernelClass::kCommunication || moves_data_between_gpus(name);
   if (row.cat == CatClass::kKernel && native_comm) {
     row.comm = CommKind::kUnknown;  // resolved in finish(), once distributedInfo is known
     if (has_comm_args) row.comm_args = intern_comm_args(comm);

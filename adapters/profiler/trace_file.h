@@ -40,6 +40,8 @@ constexpr std::uint8_t kGpuRow = 1;         // HTA's GPU row: stream >= 0 and co
                                             // named "Event Sync" / "Context Sync"
 constexpr std::uint8_t kProfilerStep = 2;   // name matches ^ProfilerStep#\d+
 constexpr std::uint8_t kStreamFromTid = 4;  // an MTIA device event: its stream is its tid
+constexpr std::uint8_t kGpuAnnotation = 8;  // cat gpu_user_annotation: the GPU-side span of a
+                                            // CPU annotation (a ProfilerStep seen twice)
 
 // One kept row, 48 bytes. Times are µs, relative to the trace's own clock (not yet aligned).
 struct TraceEvent {

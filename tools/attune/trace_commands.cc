@@ -172,6 +172,7 @@ int run_breakdown(const TraceOptions& options) {
     for (const std::string& warning : report.warnings) {
       std::cerr << "attune: warning: " << warning << "\n";
     }
+    if (!report.refusal.empty()) return fail(report.refusal);
     if (report.temporal.empty()) {
       return fail(options.directory + ": no traced rank has a GPU operation");
     }

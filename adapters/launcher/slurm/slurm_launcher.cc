@@ -506,6 +506,7 @@ void SlurmLauncher::read_log_growth(Job& job, std::int64_t now) {
       const MegatronLog piece =
           read_megatron_log(std::string_view(text).substr(0, last_newline + 1));
       if (piece.first_sign(FailureSign::kOutOfMemory) ||
+          piece.first_sign(FailureSign::kHardwareFault) ||
           piece.first_sign(FailureSign::kProgramError) ||
           piece.first_sign(FailureSign::kInfrastructure)) {
         request_cancel(job, "early-abort");

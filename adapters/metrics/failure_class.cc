@@ -276,6 +276,33 @@ std::optional<Failure> classify_failure(const MegatronLog& log, const JobOutcome
   return failure;
 }
 
+// The sign in a new piece of a live log that ends the run now: a fatal sign (out of memory, a
+// hardware fault, a program or infrastructure error) or a collective timeout, written after the
+// training program started. A batch script's own errors before that (a tool that failed to load)
+// and lines training went on after end nothing.
+std::optional<FailureSign> live_abort_sign(const MegatronLog& piece, bool program_started) {
+  const std::uint64_t first_program = piece.first_program_lines.at(0);
+  std::optional<FailureSign> found;
+  for (const SignLine& sign : piece.signs) {
+    const bool in_program =
+        program_started || (first_program > 0 && sign.line_number >= first_program);
+    if (!in_program || sign.superseded) continue;
+    switch (sign.sign) {
+      case FailureSign::kOutOfMemory:
+      case FailureSign::kHardwareFault:
+      case FailureSign::kProgramError:
+      case FailureSign::kInfrastructure:
+        return sign.sign;
+      case FailureSign::kCollectiveTimeout:
+        found = found.value_or(sign.sign);
+        break;
+      default:
+        break;
+    }
+  }
+  return found;
+}
+
 std::string failure_class_text(const Failure& failure) {
   std::string text = to_string(failure.failure_class);
   if (failure.suspected) text += " (suspected)";

@@ -81,6 +81,13 @@ constexpr std::size_t kAlternativesMax = 8;
 
 std::optional<Failure> classify_failure(const MegatronLog& log, const JobOutcome& job);
 
+// The sign in a new piece of a live log (whole lines, read on their own) that ends the run at
+// once: a fatal sign (out of memory, a hardware fault, a program or infrastructure error), else a
+// collective timeout, written after the training program started (in an earlier piece when
+// `program_started`, else at the piece's first program line). A batch script's own errors before
+// that, and lines the training went on after, end nothing.
+std::optional<FailureSign> live_abort_sign(const MegatronLog& piece, bool program_started);
+
 // "infra (suspected)" or the class's name.
 std::string failure_class_text(const Failure& failure);
 

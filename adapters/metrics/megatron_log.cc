@@ -723,6 +723,7 @@ MegatronLog MegatronLogReader::finish() {
   for (const auto& [rank, memory] : memory_) log_.memory.push_back(memory);
   iterations_.clear();
   memory_.clear();
+  log_.first_program_lines = first_program_line_;
   std::stable_sort(log_.signs.begin(), log_.signs.end(), [](const SignLine& a, const SignLine& b) {
     return std::pair(a.file, a.line_number) < std::pair(b.file, b.line_number);
   });

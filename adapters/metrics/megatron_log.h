@@ -193,6 +193,9 @@ struct MegatronLog {
   std::vector<SignLine> signs;             // every kind's first kSignsPerKindMax, in reading order
   std::map<std::string, NodeTasks> nodes;  // by host name, from srun's task reports
   std::vector<std::string> files;          // the files read, in order ("" for one unnamed text)
+  // Per file: the line of the training program's first line (a launcher-labelled line or one of
+  // Megatron's start-up lines); 0 when the file has none.
+  std::vector<std::uint64_t> first_program_lines;
   std::uint64_t lines_read = 0;
   std::uint64_t lines_rejoined = 0;            // pieces of lines split by srun, put back together
   std::uint64_t iteration_lines_rejected = 0;  // truncated or garbled iteration lines

@@ -776,6 +776,36 @@ Status check_graphed_recompute(const Layout& l) {
   return Ok{};
 }
 
+// TransformerConfig's checks of a per-layer (local or transformer_engine) graph's modules against
+// the model; the local implementation graphs the MoE router and its preprocessing together.
+Status check_graph_modules(const ModelSpec& model, Layout& l) {
+  if (l.cuda_graph != CudaGraphImpl::kLocal && l.cuda_graph != CudaGraphImpl::kTransformerEngine) {
+    return Ok{};
+  }
+  std::uint32_t& modules = l.cuda_graph_modules;
+  if (l.cuda_graph == CudaGraphImpl::kLocal &&
+      (modules & (kGraphMoeRouter | kGraphMoePreprocess))) {
+    modules |= kGraphMoeRouter | kGraphMoePreprocess;
+  }
+  if ((modules & kGraphMoe) && (modules & kGraphMoeRouter)) {
+    return make_error("cuda_graph_modules must not contain both moe and moe_router.");
+  }
+  if ((modules & kGraphMoePreprocess) && !(modules & kGraphMoeRouter)) {
+    return make_error("moe_preprocess cuda graph is only supported with moe_router cuda graph.");
+  }
+  if (!is_moe(model)) {
+    if (modules & (kGraphMoe | kGraphMoeRouter)) {
+      return make_error("moe cuda graph is only supported for MoE.");
+    }
+    return Ok{};
+  }
+  if (model.first_dense_layers <= 0 && (modules & kGraphMlp)) {
+    return make_error(
+        "mlp cuda graph is only supported for dense layers, but not found in the model.");
+  }
+  return Ok{};
+}
+
 Status check_cuda_graphs(const Layout& l) {
   if (l.cuda_graph == CudaGraphImpl::kFullIteration && l.check_for_nan) {
     return make_error(
@@ -1092,6 +1122,7 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
   if (Status s = check_recompute(w, l); !s.ok()) return make_error(s.error());
   if (Status s = check_optimizer(w, l); !s.ok()) return make_error(s.error());
   if (Status s = check_cuda_graphs(l); !s.ok()) return make_error(s.error());
+  if (Status s = check_graph_modules(model, l); !s.ok()) return make_error(s.error());
   if (Status s = check_dispatcher(r); !s.ok()) return make_error(s.error());
   if (Status s = check_other(w, r); !s.ok()) return make_error(s.error());
 

@@ -68,6 +68,22 @@ std::string printed_value(const ArgInfo& info, bool negated, const std::string& 
   return value;
 }
 
+// validate_args turns the module names into CudaGraphModule members, printed by their repr.
+std::string graph_module_enums(const std::string& names) {
+  constexpr std::pair<std::string_view, int> kValues[] = {
+      {"attn", 1}, {"mlp", 2}, {"moe", 3}, {"moe_router", 4}, {"moe_preprocess", 5}, {"mamba", 6}};
+  std::string out = "[";
+  for (const std::string& name : split_words(names)) {
+    if (out.size() > 1) out += ", ";
+    int value = 0;
+    for (const auto& [known, number] : kValues) {
+      if (known == name) value = number;
+    }
+    out += "<CudaGraphModule." + name + ": " + std::to_string(value) + ">";
+  }
+  return out + "]";
+}
+
 std::string none_or(int value) { return value > 0 ? std::to_string(value) : "None"; }
 
 std::string moe_layer_freq(const ModelSpec& model) {
@@ -311,6 +327,9 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   set("recompute_granularity", recompute_granularity(l.recompute));
   if (l.moe_enable_deepep) set("moe_flex_dispatcher_backend", "deepep");
   if (l.cuda_graph != CudaGraphImpl::kNone) set("te_rng_tracker", "True");
+  if (const std::optional<std::string> modules = recipe_flag(recipe, "--cuda-graph-modules")) {
+    set("cuda_graph_modules", graph_module_enums(*modules));
+  }
   for (const char* list_of_one : {"moe_aux_loss_coeff", "moe_router_load_balancing_type"}) {
     // Megatron unwraps one-element lists of these two.
     std::string& value = args[list_of_one];

@@ -430,5 +430,26 @@ TEST(MetricsEvidence, SrunSplitLinesAreRejoined) {
   EXPECT_EQ(log_of("0: first\n0: second").lines_rejoined, 0U);
 }
 
+TEST(MetricsEvidence, ALiveLogEndsTheRunOnlyForTheTrainingProgramsOwnErrors) {
+  const std::string preamble =
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/.local/bin/wandb\", line 5, in <module>\n"
+      "ModuleNotFoundError: No module named 'dataclasses'\n";
+  const std::string started = " 0: [default0]:using world size: 8\n";
+  const std::string oom = std::string(" 0: [default0]:") + kOomRecent + "\n";
+  // The batch script's error before the training started ends nothing, in one piece or two.
+  EXPECT_EQ(live_abort_sign(read_megatron_log(preamble + started), false), std::nullopt);
+  EXPECT_EQ(live_abort_sign(read_megatron_log(preamble), false), std::nullopt);
+  // The program's own out-of-memory error does, after its first line, or in a later piece.
+  EXPECT_EQ(live_abort_sign(read_megatron_log(preamble + started + oom), false),
+            FailureSign::kOutOfMemory);
+  EXPECT_EQ(live_abort_sign(read_megatron_log(oom), true), FailureSign::kOutOfMemory);
+  // A fatal sign outranks a timeout in the same piece.
+  EXPECT_EQ(live_abort_sign(read_megatron_log(std::string(kNcclTimeout) + "\n" + oom), true),
+            FailureSign::kOutOfMemory);
+  EXPECT_EQ(live_abort_sign(read_megatron_log(std::string(kNcclTimeout) + "\n"), true),
+            FailureSign::kCollectiveTimeout);
+}
+
 }  // namespace
 }  // namespace attune

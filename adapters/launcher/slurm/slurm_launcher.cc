@@ -13,6 +13,7 @@
 #include "adapters/launcher/disk_space.h"
 #include "adapters/launcher/job_journal.h"
 #include "adapters/launcher/slurm/sbatch_script.h"
+#include "adapters/metrics/failure_class.h"
 #include "adapters/metrics/megatron_log.h"
 #include "core/text_file.h"
 
@@ -71,6 +72,7 @@ struct SlurmLauncher::Job {
   bool finished = false;
   std::int64_t log_read_bytes = 0;
   std::string log_partial_line;  // the bytes after the last newline read so far
+  bool program_started = false;  // the log showed the training program's first line
   std::int64_t last_progress_unix_ns = 0;
   std::optional<std::int64_t> cancelled_at_unix_ns;
   std::string cancel_reason;
@@ -505,13 +507,12 @@ void SlurmLauncher::read_log_growth(Job& job, std::int64_t now) {
     if (last_newline != std::string::npos && !job.cancelled_at_unix_ns) {
       const MegatronLog piece =
           read_megatron_log(std::string_view(text).substr(0, last_newline + 1));
-      if (piece.first_sign(FailureSign::kOutOfMemory) ||
-          piece.first_sign(FailureSign::kHardwareFault) ||
-          piece.first_sign(FailureSign::kProgramError) ||
-          piece.first_sign(FailureSign::kInfrastructure)) {
-        request_cancel(job, "early-abort");
-      } else if (piece.first_sign(FailureSign::kCollectiveTimeout)) {
+      const std::optional<FailureSign> sign = live_abort_sign(piece, job.program_started);
+      job.program_started = job.program_started || piece.first_program_lines.at(0) > 0;
+      if (sign == FailureSign::kCollectiveTimeout) {
         request_cancel(job, "hang");
+      } else if (sign) {
+        request_cancel(job, "early-abort");
       }
     }
   }

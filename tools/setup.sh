@@ -6,7 +6,7 @@
 #   tools/setup.sh test   install dependencies, build with warnings as errors, run the whole
 #                         test suite, then the unit tests again under AddressSanitizer and
 #                         UndefinedBehaviorSanitizer (build-asan/)
-#   tools/setup.sh deps   only install dependencies
+#   tools/setup.sh deps   only install dependencies (the test suite's included)
 #   tools/setup.sh build  only build (build/, every binary in build/bin/)
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), JOBS.
@@ -27,20 +27,24 @@ PACKAGES=(
   clang libclang-rt-14-dev
   slurmctld slurmd slurm-client munge bubblewrap
 )
+# The test suite also runs Megatron-LM's own argument code (the oracle in
+# ../shared/tools/megatron-oracle) on configurations it has no cached answer for.
+TEST_PACKAGES=(python3-torch python3-numpy python3-packaging python3-yaml)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# $@: the packages to have installed.
 install_deps() {
   local missing=()
-  for package in "${PACKAGES[@]}"; do
+  for package in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$package")
     fi
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup: all ${#PACKAGES[@]} Debian packages are installed"
+    echo "setup: all $# Debian packages are installed"
     return
   fi
   echo "setup: installing ${missing[*]}"
@@ -78,9 +82,9 @@ main_job() {
 }
 
 case "${1:-}" in
-  main) install_deps; build OFF; main_job ;;
-  test) install_deps; build ON; run_tests ;;
-  deps) install_deps ;;
+  main) install_deps "${PACKAGES[@]}"; build OFF; main_job ;;
+  test) install_deps "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build ON; run_tests ;;
+  deps) install_deps "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
   build) build OFF ;;
   *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -221,6 +221,57 @@ std::string megatron_datetime(std::int64_t unix_ns) {
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>((unix_ns / 1000) % 1'000'000));
 }
 
+std::vector<std::string> model_flags(const Workload& workload) {
+  const ModelSpec& m = workload.model;
+  std::vector<std::string> out;
+  const auto add = [&out](std::initializer_list<std::string> words) {
+    out.insert(out.end(), words.begin(), words.end());
+  };
+  add({"--num-layers", std::to_string(m.num_layers), "--hidden-size", std::to_string(m.hidden_size),
+       "--num-attention-heads", std::to_string(m.num_attention_heads)});
+  if (m.kv_channels > 0 && m.kv_channels * m.num_attention_heads != m.hidden_size) {
+    add({"--kv-channels", std::to_string(m.kv_channels)});
+  }
+  const int default_ffn =
+      m.gated_linear_unit ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size;
+  if (m.ffn_hidden_size > 0 && m.ffn_hidden_size != default_ffn) {
+    add({"--ffn-hidden-size", std::to_string(m.ffn_hidden_size)});
+  }
+  if (m.attention == AttentionKind::kGroupedQuery && m.num_query_groups != m.num_attention_heads) {
+    add({"--group-query-attention", "--num-query-groups", std::to_string(m.num_query_groups)});
+  }
+  if (m.attention == AttentionKind::kMultiLatent) {
+    add({"--multi-latent-attention", "--kv-lora-rank", std::to_string(m.kv_lora_rank),
+         "--qk-head-dim", std::to_string(m.qk_head_dim), "--qk-pos-emb-head-dim",
+         std::to_string(m.qk_pos_emb_head_dim), "--v-head-dim", std::to_string(m.v_head_dim)});
+    if (m.q_lora_rank > 0) add({"--q-lora-rank", std::to_string(m.q_lora_rank)});
+  }
+  if (m.gated_linear_unit) add({"--swiglu"});
+  if (!m.add_bias_linear) add({"--disable-bias-linear"});
+  if (m.untie_embeddings_and_output_weights) add({"--untie-embeddings-and-output-weights"});
+  add({"--normalization", m.normalization, "--position-embedding-type", m.position_embedding_type,
+       "--vocab-size", std::to_string(m.vocab_size), "--seq-length",
+       std::to_string(workload.seq_length), "--max-position-embeddings",
+       std::to_string(workload.seq_length)});
+  if (m.make_vocab_size_divisible_by != 128) {
+    add({"--make-vocab-size-divisible-by", std::to_string(m.make_vocab_size_divisible_by)});
+  }
+  if (is_moe(m)) {
+    add({"--num-experts", std::to_string(m.num_experts), "--moe-router-topk",
+         std::to_string(m.moe_router_topk), "--moe-ffn-hidden-size",
+         std::to_string(m.moe_ffn_hidden_size)});
+    if (m.moe_shared_expert_intermediate_size > 0) {
+      add({"--moe-shared-expert-intermediate-size",
+           std::to_string(m.moe_shared_expert_intermediate_size)});
+    }
+    if (m.first_dense_layers > 0) {
+      add({"--moe-layer-freq", "([0]*" + std::to_string(m.first_dense_layers) + "+[1]*" +
+                                   std::to_string(m.num_layers - m.first_dense_layers) + ")"});
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> effective_arguments(const Workload& workload,
                                                                      const Recipe& recipe,
                                                                      const ResolvedLayout& resolved,

@@ -40,6 +40,12 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
                                                                      std::uint32_t train_iters,
                                                                      std::uint32_t log_interval);
 
+// The Megatron-LM flags that describe the workload's model and sequence, as a launch script
+// passes them: what effective_arguments reads from the model rather than from the recipe. A
+// setting equal to Megatron's default (the kv channels of hidden/heads, the dense width 4h or its
+// SwiGLU form, a vocabulary divisor of 128) is left out, so Megatron derives it as it would.
+std::vector<std::string> model_flags(const Workload& workload);
+
 // One line of the arguments block, without its newline: two spaces, the dest, a space,
 // (48 - length) dots, a space and the value.
 std::string argument_line(const std::string& dest, const std::string& value);

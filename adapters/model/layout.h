@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "adapters/model/workload.h"
@@ -18,6 +19,12 @@
 #include "events/result.h"
 
 namespace attune::sim {
+
+// The Megatron-LM whose start-up checks and argument rewrites these rules copy: the commit the
+// conformance tests run (shared/tools/megatron-oracle). attune assumes this version's rules
+// whatever version a baseline's log reports; where a rule differs in another version, the
+// verdict here is this version's.
+inline constexpr std::string_view kMegatronRulesCommit = "d98e8a64ddf34856e74b24714e3bedb2f5a39553";
 
 enum class RecomputeGranularity : std::uint8_t { kNone, kSelective, kFull };
 enum class RecomputeMethod : std::uint8_t { kNone, kUniform, kBlock };

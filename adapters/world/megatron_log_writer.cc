@@ -304,7 +304,8 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   const bool gqa =
       m.attention == AttentionKind::kGroupedQuery && m.num_query_groups != m.num_attention_heads;
   set("group_query_attention", python_bool(gqa));
-  set("num_query_groups", std::to_string(gqa ? m.num_query_groups : m.num_attention_heads));
+  // Without grouped-query attention Megatron leaves num_query_groups at its argparse default.
+  if (gqa) set("num_query_groups", std::to_string(m.num_query_groups));
   set("multi_latent_attention", python_bool(m.attention == AttentionKind::kMultiLatent));
   if (m.attention == AttentionKind::kMultiLatent) {
     set("q_lora_rank", none_or(m.q_lora_rank));

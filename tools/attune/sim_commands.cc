@@ -155,7 +155,7 @@ nlohmann::json breakdown_json(const sim::Breakdown& b) {
 }
 
 nlohmann::json prediction_json(const sim::Prediction& p) {
-  nlohmann::json out = {{"valid", p.valid}};
+  nlohmann::json out = {{"valid", p.valid}, {"megatron_rules_commit", sim::kMegatronRulesCommit}};
   if (!p.valid) {
     out["error"] = p.error;
     return out;

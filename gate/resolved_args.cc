@@ -373,6 +373,24 @@ std::optional<ConfigRefusal> printed_defect(const Policy& policy, const KnownDef
                            policy.name + ": " + defect.reason};
 }
 
+// The new size in the first " > padded vocab (size: V) with D dummy tokens (new size: P)" line.
+std::optional<std::string> padded_vocab_line_size(const std::vector<std::string_view>& lines) {
+  constexpr std::string_view kMark = " > padded vocab (size: ";
+  constexpr std::string_view kNewSize = "(new size: ";
+  for (const std::string_view line : lines) {
+    if (line.find(kMark) == std::string_view::npos) continue;
+    const std::size_t at = line.find(kNewSize);
+    if (at == std::string_view::npos) continue;
+    const std::string_view rest = line.substr(at + kNewSize.size());
+    const std::size_t end = rest.find(')');
+    if (end == std::string_view::npos || end == 0) continue;
+    const std::string_view digits = rest.substr(0, end);
+    if (digits.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    return std::string(digits);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<ArgImplication> known_arg_implications() {
@@ -401,6 +419,15 @@ Result<ResolvedArgs> parse_resolved_args(std::string_view log, std::string_view 
   if (!first) {
     return make_error(std::string(source_name) + ": no arguments block (expected a line '" +
                       std::string(kHeader) + "')");
+  }
+  // The block prints padded_vocab_size as None unless a flag pins it; the tokenizer pads the
+  // vocabulary afterwards and says so: " > padded vocab (size: V) with D dummy tokens (new size:
+  // P)". P is the size the run used.
+  auto padded = first->args.values.find("padded_vocab_size");
+  if (padded != first->args.values.end() && padded->second == "None") {
+    if (const std::optional<std::string> size = padded_vocab_line_size(lines)) {
+      padded->second = *size;
+    }
   }
   return std::move(first->args);
 }

@@ -40,7 +40,10 @@ struct ResolvedArgs {
   std::size_t header_line = 0;                // 1-based line of the block's header in the log
 };
 
-// Finds and parses the arguments block in a whole log. Errors, one line naming the source and
+// Finds and parses the arguments block in a whole log. Where the block prints padded_vocab_size
+// as None (no flag pinned it), the value is the new size of the tokenizer's later line ' > padded
+// vocab (size: V) with D dummy tokens (new size: P)', the size the run used. Errors, one line
+// naming the source and
 // line: no block, a block without its end line, a malformed line, a dest printed twice, or a
 // second block that differs from the first.
 Result<ResolvedArgs> parse_resolved_args(std::string_view log, std::string_view source_name);

@@ -326,11 +326,8 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   }
   set("vocab_size", std::to_string(m.vocab_size));
   set("make_vocab_size_divisible_by", std::to_string(m.make_vocab_size_divisible_by));
-  // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP unless the
-  // recipe pins --padded-vocab-size.
-  if (!recipe.flags.contains("--padded-vocab-size")) {
-    set("padded_vocab_size", std::to_string(padded_vocab_size(m, l.tp)));
-  }
+  // Unless the recipe pins --padded-vocab-size, the block prints None: the tokenizer pads the
+  // vocabulary after it is printed, and says so in its own line (padded_vocab_text).
   set("seq_length", std::to_string(workload.seq_length));
   if (args["max_position_embeddings"] == "None") {
     set("max_position_embeddings", std::to_string(workload.seq_length));
@@ -455,6 +452,15 @@ std::string MegatronLogWriter::arguments_text() const {
     out += argument_line(dest, value) + "\n";
   }
   out += std::string(kArgumentsFooter) + "\n";
+  if (!recipe_.flags.contains("--padded-vocab-size")) {
+    // build_tokenizer, after the block: the vocabulary padded to a multiple of
+    // make_vocab_size_divisible_by x TP.
+    const int padded = padded_vocab_size(workload_.model, l.tp);
+    out += format(
+        "INFO:megatron.core.tokenizers.utils.build_tokenizer: > padded vocab (size: %d) with %d "
+        "dummy tokens (new size: %d)\n",
+        workload_.model.vocab_size, padded - workload_.model.vocab_size, padded);
+  }
   return out;
 }
 

@@ -451,17 +451,14 @@ std::set<std::string> compared_dests(const json& flags) {
        {"data_parallel_size", "virtual_pipeline_model_parallel_size", "expert_tensor_parallel_size",
         "accumulate_allreduce_grads_in_fp32", "overlap_p2p_comm", "align_param_gather",
         "te_rng_tracker", "recompute_granularity", "ffn_hidden_size", "kv_channels",
-        "num_query_groups", "params_dtype", "transformer_pipeline_model_parallel_size",
-        "moe_layer_freq", "max_position_embeddings"}) {
+        "num_query_groups", "padded_vocab_size", "params_dtype",
+        "transformer_pipeline_model_parallel_size", "moe_layer_freq", "max_position_embeddings"}) {
     out.insert(derived);
   }
   for (const char* run_only : {"train_iters", "lr", "mock_data", "tokenizer_type"}) {
     out.erase(run_only);
   }
-  // A known difference: unless a recipe pins it, Megatron prints padded_vocab_size as None (the
-  // tokenizer pads the vocabulary after the block is printed, and says so in its own line), where
-  // the simulated job prints the padded size, which the gate's resolved-arguments check reads.
-  out.erase("padded_vocab_size");
+
   return out;
 }
 

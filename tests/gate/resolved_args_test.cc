@@ -127,6 +127,22 @@ TEST(ResolvedArgsParse, ReadsTheBlockOutOfAWholeLog) {
   EXPECT_EQ(args.values.at("recompute_modules"), "['core_attn']");
 }
 
+TEST(ResolvedArgsParse, APaddedVocabularyPrintedAsNoneIsTheTokenizersSize) {
+  // Megatron prints padded_vocab_size as None when no flag pins it; build_tokenizer then pads the
+  // vocabulary (a multiple of 128 x TP) and says so.
+  const std::string block = std::string(kHeader) + "\n" + arg_line("padded_vocab_size", "None") +
+                            "\n" + std::string(kFooter) + "\n";
+  const std::string tokenizer =
+      "0: [default0]:INFO:megatron.core.tokenizers.utils.build_tokenizer: > padded vocab (size: "
+      "32769) with 127 dummy tokens (new size: 32896)\n";
+  EXPECT_EQ(parsed(block + tokenizer).values.at("padded_vocab_size"), "32896");
+  EXPECT_EQ(parsed(block).values.at("padded_vocab_size"), "None") << "no line, nothing known";
+  const std::string pinned = std::string(kHeader) + "\n" + arg_line("padded_vocab_size", "151552") +
+                             "\n" + std::string(kFooter) + "\n";
+  EXPECT_EQ(parsed(pinned + tokenizer).values.at("padded_vocab_size"), "151552")
+      << "a pinned size is what ran";
+}
+
 TEST(ResolvedArgsParse, ReadsTheExactLineFormat) {
   EXPECT_EQ(arg_line("micro_batch_size", "1"),
             "  micro_batch_size ................................ 1");

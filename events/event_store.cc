@@ -13,6 +13,8 @@
 #include <deque>
 #include <filesystem>
 #include <future>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -113,6 +115,18 @@ bool is_valid_campaign_id(std::string_view campaign_id) {
 
 namespace {
 
+// `keys`, asking it once per key id: a lookup reads the keyring's files, and a chain names the same
+// key in every event.
+KeyLookup remembered(const KeyLookup& keys) {
+  if (!keys) return keys;
+  auto known = std::make_shared<std::map<std::string, std::optional<LedgerKey>>>();
+  return [keys, known](const std::string& id) {
+    const auto [found, inserted] = known->try_emplace(id);
+    if (inserted) found->second = keys(id);
+    return found->second;
+  };
+}
+
 // The hash an event must carry, or why it cannot be checked.
 std::optional<Digest> expected_hash(const Envelope& envelope, const KeyLookup& keys,
                                     std::set<std::string>& missing_keys) {
@@ -182,7 +196,9 @@ void check_head(std::span<const RawRecord> records, const std::vector<Digest>& h
 }  // namespace
 
 ChainReport verify_records(std::string_view campaign_id, std::span<const RawRecord> records,
-                           const ChainEvidence& evidence) {
+                           const ChainEvidence& given) {
+  ChainEvidence evidence = given;
+  evidence.keys = remembered(given.keys);
   ChainReport report;
   Digest prev{};
   std::uint64_t expected_sequence = 1;

@@ -141,10 +141,11 @@ bool is_shell_safe(char c) {
          c == '%';
 }
 
-// The word as the shell reads it back: bare when safe, else single-quoted.
-std::string quote_word(std::string_view word) {
+// The word as the shell reads it back: bare when safe, else single-quoted. `equals_safe`: '=' is
+// safe too (a word after the command, which the shell never takes for an assignment).
+std::string quote_word(std::string_view word, bool equals_safe = false) {
   bool safe = !word.empty();
-  for (const char c : word) safe = safe && is_shell_safe(c);
+  for (const char c : word) safe = safe && (is_shell_safe(c) || (equals_safe && c == '='));
   if (safe) return std::string(word);
   std::string quoted = "'";
   for (const char c : word) {
@@ -530,6 +531,8 @@ RecipeOrder recipe_order(std::string_view text) {
 }
 
 std::string shell_quote(std::string_view word) { return quote_word(word); }
+
+std::string shell_quote_argument(std::string_view word) { return quote_word(word, true); }
 
 std::string flag_text(const std::string& flag, const std::string& value) {
   std::string text = flag;

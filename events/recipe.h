@@ -71,6 +71,8 @@ std::string canonical_text(const Recipe& recipe);
 
 // A word as the shell reads it back: bare when safe, else single-quoted.
 std::string shell_quote(std::string_view word);
+// The same for a word after the command, where '=' needs no quotes ("--nproc-per-node=8").
+std::string shell_quote_argument(std::string_view word);
 // One flag and its canonical value as shell words, as canonical_text writes it: "--bf16",
 // "--lr 0.0001", "--cp-comm-type p2p a2a".
 std::string flag_text(const std::string& flag, const std::string& value);

@@ -1,6 +1,7 @@
 #include "events/whole_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +39,23 @@ Status write_whole_file(const std::string& path, std::string_view text, mode_t m
     }
   }
   return Ok{};
+}
+
+Result<std::uint64_t> append_whole_lines(const std::string& path, std::string_view lines) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(path + ": cannot append: " + std::strerror(errno));
+  bool ok = ::flock(fd, LOCK_EX) == 0;
+  const off_t size = ok ? ::lseek(fd, 0, SEEK_END) : 0;
+  off_t keep = size;
+  char byte = '\n';
+  while (ok && keep > 0 && ::pread(fd, &byte, 1, keep - 1) == 1 && byte != '\n') --keep;
+  if (ok && keep != size) ok = ::ftruncate(fd, keep) == 0;
+  ok = ok && ::write(fd, lines.data(), lines.size()) == static_cast<ssize_t>(lines.size());
+  ok = ok && ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);  // releases the lock
+  if (!ok) return make_error(path + ": cannot append: " + std::strerror(error));
+  return static_cast<std::uint64_t>(size - keep);
 }
 
 }  // namespace attune

@@ -1,24 +1,19 @@
 #include "adapters/launcher/job_journal.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "events/whole_file.h"
 
 namespace attune {
 
 namespace {
 
+// One line, whole: a torn last line left by a crash is cut first, so the record never joins it.
 Status append_journal_line(const std::string& path, const nlohmann::json& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return make_error(path + ": cannot open the launcher's job record");
-  const std::string text = line.dump() + "\n";
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || !synced) return make_error(path + ": cannot write the launcher's job record");
+  Result<std::uint64_t> appended = append_whole_lines(path, line.dump() + "\n");
+  if (!appended.ok()) return make_error(path + ": cannot write the launcher's job record");
   return Ok{};
 }
 

@@ -3,6 +3,7 @@
 #include "adapters/launcher/disk_space.h"
 #include "adapters/launcher/job_journal.h"
 #include "core/text_file.h"
+#include "events/recipe.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -34,17 +35,6 @@ namespace fs = std::filesystem;
 
 constexpr std::int64_t kNsPerMs = 1'000'000;
 
-// A word the shell reads back unchanged.
-std::string shell_quoted(const std::string& word) {
-  const bool plain = !word.empty() && word.find_first_not_of(
-                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_./,:=@%+-") == std::string::npos;
-  if (plain) return word;
-  std::string quoted = "'";
-  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 // Replaces each known {name}; anything else in braces (a shell's ${VAR}) stays as written.
 std::string render_template(const std::string& job_template,
                             const std::map<std::string, std::string>& values) {
@@ -58,7 +48,7 @@ std::string render_template(const std::string& job_template,
     out += job_template.substr(at, open - at);
     auto found = values.find(job_template.substr(open + 1, close - open - 1));
     if (found != values.end()) {
-      out += shell_quoted(found->second);
+      out += shell_quote_argument(found->second);
       at = close + 1;
     } else {
       out += '{';

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "events/recipe.h"
+
 namespace attune::script {
 namespace {
 
@@ -85,7 +87,7 @@ std::string joined(const std::vector<std::string>& words, std::size_t end) {
   std::string line;
   for (std::size_t i = 0; i < end && i < words.size(); ++i) {
     if (i > 0) line += ' ';
-    line += shell_quoted(words[i]);
+    line += shell_quote_argument(words[i]);
   }
   return line;
 }
@@ -160,15 +162,5 @@ std::string launcher_line(const std::vector<CallRecord>& calls, const CallRecord
 }
 
 std::string command_line(const CallRecord& call) { return joined(call.argv, call.argv.size()); }
-
-std::string shell_quoted(const std::string& word) {
-  const bool plain = !word.empty() && word.find_first_not_of(
-                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_./,:=@%+-") == std::string::npos;
-  if (plain) return word;
-  std::string quoted = "'";
-  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
 
 }  // namespace attune::script

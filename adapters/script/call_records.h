@@ -56,7 +56,4 @@ std::string launcher_line(const std::vector<CallRecord>& calls, const CallRecord
 // `call`'s command line on one line, each word shell-quoted where needed.
 std::string command_line(const CallRecord& call);
 
-// A word the shell reads back unchanged.
-std::string shell_quoted(const std::string& word);
-
 }  // namespace attune::script

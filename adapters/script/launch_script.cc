@@ -398,6 +398,10 @@ bool sandbox_available(std::string* why_not) {
 }
 
 Result<ResolvedScript> resolve_launch_script(const ScriptInput& input) {
+  // Bad input is refused as such, whether or not a sandbox can be made here.
+  if (auto invocation = check_input(input); !invocation.ok()) {
+    return make_error(invocation.error());
+  }
   std::string why_not;
   if (sandbox_available(&why_not)) return resolve_launch_script_with(input, Isolation::kSandbox);
   if (input.allow_unsandboxed) return resolve_launch_script_with(input, Isolation::kUnsandboxed);

@@ -304,6 +304,22 @@ TEST_F(LocalLauncherTest, AnotherLedgersJobOfTheSameNameIsNotAdopted) {
   fs::remove_all(other_root);
 }
 
+// A crash mid-line leaves a torn last line; the next record is appended after cutting it, never
+// joined onto it (which would leave a malformed line in the middle).
+TEST(JobJournal, ARecordAfterATornLineIsWholeAndReadable) {
+  const fs::path path =
+      fs::temp_directory_path() / ("attune-journal-torn-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(path) << R"({"job_name":"a","pid":1})"
+                      << "\n"
+                      << R"({"job_name":"b","pi)";
+  ASSERT_TRUE(append_journal_submission(path.string(), {{"job_name", "c"}, {"pid", 3}}).ok());
+  auto read = read_journal(path.string());
+  ASSERT_TRUE(read.ok()) << read.error();
+  ASSERT_EQ(read->size(), 2U);
+  EXPECT_EQ(read->at(1).submission.at("job_name"), "c");
+  fs::remove(path);
+}
+
 TEST(JobJournal, AFieldOfTheWrongTypeIsAnErrorNamingItsLine) {
   const fs::path path =
       fs::temp_directory_path() / ("attune-journal-" + std::to_string(::getpid()) + ".jsonl");

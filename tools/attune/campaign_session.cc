@@ -1,10 +1,5 @@
 #include "tools/attune/campaign_session.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +19,7 @@
 #include "core/text_file.h"
 #include "events/assert.h"
 #include "events/sha256.h"
+#include "events/whole_file.h"
 
 namespace attune::cli {
 namespace {
@@ -287,28 +283,6 @@ Status CampaignSession::resume() {
 // Appends whole lines to a catalog that other campaigns read and append to, under an exclusive
 // lock: a torn last line (a writer that stopped mid-line) is cut first, then the lines go in one
 // write and are synced.
-Status append_whole_lines(const std::string& path, const std::string& lines) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return make_error(path + ": cannot append: " + std::strerror(errno));
-  bool ok = ::flock(fd, LOCK_EX) == 0;
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  off_t keep = size;
-  char byte = '\n';
-  while (ok && keep > 0 && ::pread(fd, &byte, 1, keep - 1) == 1 && byte != '\n') --keep;
-  if (ok && keep != size) {
-    ok = ::ftruncate(fd, keep) == 0;
-    std::cerr << "attune: warning: " << path << ": cut a torn last line of " << (size - keep)
-              << " bytes before appending\n";
-  }
-  ok = ok && ::write(fd, lines.data(), lines.size()) == static_cast<ssize_t>(lines.size());
-  ok = ok && ::fsync(fd) == 0;
-  ::close(fd);  // releases the lock
-  if (!ok) return make_error(path + ": cannot append the learned rules: " + std::strerror(errno));
-  return Ok{};
-}
-
 Status CampaignSession::finish() {
   const ControlState& state = runtime_->state();
   const CampaignView& view = state.view;
@@ -323,8 +297,15 @@ Status CampaignSession::finish() {
     learned.push_back(std::move(rule));
   }
   if (!lines.empty() && !view.settings.learned_rules_path.empty()) {
-    Status appended = append_whole_lines(view.settings.learned_rules_path, lines);
-    if (!appended.ok()) return appended;
+    const std::string& path = view.settings.learned_rules_path;
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    Result<std::uint64_t> cut = append_whole_lines(path, lines);
+    if (!cut.ok()) return make_error(cut.error() + " (the learned rules)");
+    if (*cut > 0) {
+      std::cerr << "attune: warning: " << path << ": cut a torn last line of " << *cut
+                << " bytes before appending\n";
+    }
   }
   std::ofstream summary(fs::path(db_) / (view.campaign_id + ".summary.md"),
                         std::ios::binary | std::ios::trunc);

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <vector>
 
+#include "events/recipe.h"
+
 namespace attune {
 namespace {
 
@@ -62,7 +64,8 @@ std::string render_line(const std::string& line, const std::map<std::string, Exp
       at = open + 1;
       continue;
     }
-    out += found->second.quote && !directive ? shell_word(found->second.raw) : found->second.raw;
+    out += found->second.quote && !directive ? shell_quote_argument(found->second.raw)
+                                             : found->second.raw;
     at = close + 1;
   }
   return out + line.substr(at);
@@ -74,22 +77,6 @@ bool is_header_line(const std::string& line) {
 }
 
 }  // namespace
-
-std::string shell_word(const std::string& text) {
-  const bool plain = !text.empty() && text.find_first_not_of(
-                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_./,:=@%+-") == std::string::npos;
-  if (plain) return text;
-  std::string quoted = "'";
-  for (const char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
 
 std::string render_sbatch_script(const std::string& job_template, const SbatchValues& values) {
   const std::string exports = env_exports(values.recipe);

@@ -35,7 +35,4 @@ struct SbatchValues {
 
 std::string render_sbatch_script(const std::string& job_template, const SbatchValues& values);
 
-// A word the shell reads back unchanged.
-std::string shell_word(const std::string& text);
-
 }  // namespace attune

@@ -303,10 +303,20 @@ std::optional<FailureSign> live_abort_sign(const MegatronLog& piece, bool progra
   return found;
 }
 
+namespace {
+
+std::string class_text(FailureClass failure_class, bool suspected) {
+  return std::string(to_string(failure_class)) + (suspected ? " (suspected)" : "");
+}
+
+}  // namespace
+
 std::string failure_class_text(const Failure& failure) {
-  std::string text = to_string(failure.failure_class);
-  if (failure.suspected) text += " (suspected)";
-  return text;
+  return class_text(failure.failure_class, failure.suspected);
+}
+
+std::string failure_class_text(const Evidence& evidence) {
+  return class_text(evidence.failure_class, evidence.suspected);
 }
 
 }  // namespace attune

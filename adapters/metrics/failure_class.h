@@ -90,5 +90,6 @@ std::optional<FailureSign> live_abort_sign(const MegatronLog& piece, bool progra
 
 // "infra (suspected)" or the class's name.
 std::string failure_class_text(const Failure& failure);
+std::string failure_class_text(const Evidence& evidence);
 
 }  // namespace attune

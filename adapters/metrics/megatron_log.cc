@@ -388,6 +388,20 @@ bool read_field(const Segment& segment, IterationLine& line, std::vector<std::st
   return true;
 }
 
+bool is_megatron_field(std::string_view key) {
+  constexpr std::string_view kFields[] = {"consumed samples",
+                                          "elapsed time per iteration (ms)",
+                                          "throughput per GPU (TFLOP/s/GPU)",
+                                          "learning rate",
+                                          "global batch size",
+                                          "lm loss",
+                                          "loss scale",
+                                          "grad norm",
+                                          "number of skipped iterations",
+                                          "number of nan iterations"};
+  return std::find(std::begin(kFields), std::end(kFields), key) != std::end(kFields);
+}
+
 bool has(const std::vector<std::string_view>& seen, std::string_view key) {
   return std::find(seen.begin(), seen.end(), key) != seen.end();
 }
@@ -437,7 +451,10 @@ bool parse_segments(std::string_view body, bool terminated, IterationLine& line)
   for (const Segment& segment : segments) {
     // Megatron prints each of its own fields once; a fork's or the MoE string's extra key may
     // repeat, and the first one counts.
-    if (has(seen, segment.key)) return false;
+    if (has(seen, segment.key)) {
+      if (is_megatron_field(segment.key)) return false;
+      continue;
+    }
     if (!read_field(segment, line, seen)) return false;
     bare = bare || !segment.colon;
     named = named || (segment.colon && segment.key != "elapsed time per iteration (ms)");

@@ -777,29 +777,20 @@ Status check_graphed_recompute(const Layout& l) {
 }
 
 // TransformerConfig's checks of a per-layer (local or transformer_engine) graph's modules against
-// the model; the local implementation graphs the MoE router and its preprocessing together.
-Status check_graph_modules(const ModelSpec& model, Layout& l) {
+// the model (check_cuda_graphs has refused a MoE-layer graph and one with both moe and
+// moe_router).
+Status check_graph_modules(const ModelSpec& model, const Layout& l) {
   if (l.cuda_graph != CudaGraphImpl::kLocal && l.cuda_graph != CudaGraphImpl::kTransformerEngine) {
     return Ok{};
   }
-  std::uint32_t& modules = l.cuda_graph_modules;
-  if (l.cuda_graph == CudaGraphImpl::kLocal &&
-      (modules & (kGraphMoeRouter | kGraphMoePreprocess))) {
-    modules |= kGraphMoeRouter | kGraphMoePreprocess;
-  }
-  if ((modules & kGraphMoe) && (modules & kGraphMoeRouter)) {
-    return make_error("cuda_graph_modules must not contain both moe and moe_router.");
-  }
+  const std::uint32_t modules = l.cuda_graph_modules;
   if ((modules & kGraphMoePreprocess) && !(modules & kGraphMoeRouter)) {
     return make_error("moe_preprocess cuda graph is only supported with moe_router cuda graph.");
   }
-  if (!is_moe(model)) {
-    if (modules & (kGraphMoe | kGraphMoeRouter)) {
-      return make_error("moe cuda graph is only supported for MoE.");
-    }
-    return Ok{};
+  if (!is_moe(model) && (modules & kGraphMoeRouter)) {
+    return make_error("moe cuda graph is only supported for MoE.");
   }
-  if (model.first_dense_layers <= 0 && (modules & kGraphMlp)) {
+  if (is_moe(model) && model.first_dense_layers <= 0 && (modules & kGraphMlp)) {
     return make_error(
         "mlp cuda graph is only supported for dense layers, but not found in the model.");
   }
@@ -924,6 +915,12 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
         }
       }
       if (!known) f.fail("--cuda-graph-modules has no module '" + str(word) + "'");
+    }
+    // TransformerConfig: the local implementation graphs the MoE router and its preprocessing
+    // together.
+    if (l.cuda_graph == CudaGraphImpl::kLocal &&
+        (l.cuda_graph_modules & (kGraphMoeRouter | kGraphMoePreprocess))) {
+      l.cuda_graph_modules |= kGraphMoeRouter | kGraphMoePreprocess;
     }
   }
   f.read_switch(kNoCheckNan, l.check_for_nan, true);

@@ -95,6 +95,11 @@ int moe_layer_count(const ModelSpec& model) {
   return model.num_experts > 0 ? model.num_layers - model.first_dense_layers : 0;
 }
 
+int default_ffn_hidden_size(const ModelSpec& model) {
+  return model.gated_linear_unit ? (4 * model.hidden_size * 2 / 3) / 64 * 64
+                                 : 4 * model.hidden_size;
+}
+
 int padded_vocab_size(const ModelSpec& model, int tp) {
   const int multiple = model.make_vocab_size_divisible_by * tp;
   return (model.vocab_size + multiple - 1) / multiple * multiple;

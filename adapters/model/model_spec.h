@@ -70,6 +70,10 @@ int moe_layer_count(const ModelSpec& model);
 // Vocabulary rounded up to a multiple of make_vocab_size_divisible_by * tp, as Megatron pads it.
 int padded_vocab_size(const ModelSpec& model, int tp);
 
+// Megatron's FFN width when none is given: 4h, or 4h * 2/3 rounded down to a multiple of 64 with
+// SwiGLU.
+int default_ffn_hidden_size(const ModelSpec& model);
+
 // Query projection width (heads x head dim) and key/value width of one layer.
 int query_width(const ModelSpec& model);
 int key_value_width(const ModelSpec& model);

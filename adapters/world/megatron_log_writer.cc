@@ -232,9 +232,7 @@ std::vector<std::string> model_flags(const Workload& workload) {
   if (m.kv_channels > 0 && m.kv_channels * m.num_attention_heads != m.hidden_size) {
     add({"--kv-channels", std::to_string(m.kv_channels)});
   }
-  const int default_ffn =
-      m.gated_linear_unit ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size;
-  if (m.ffn_hidden_size > 0 && m.ffn_hidden_size != default_ffn) {
+  if (m.ffn_hidden_size > 0 && m.ffn_hidden_size != default_ffn_hidden_size(m)) {
     add({"--ffn-hidden-size", std::to_string(m.ffn_hidden_size)});
   }
   if (m.attention == AttentionKind::kGroupedQuery && m.num_query_groups != m.num_attention_heads) {
@@ -297,10 +295,8 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   set("hidden_size", std::to_string(m.hidden_size));
   set("num_attention_heads", std::to_string(m.num_attention_heads));
   set("kv_channels", std::to_string(m.kv_channels));
-  // Megatron's default width: 4h, or 4h * 2/3 rounded down to a multiple of 64 with SwiGLU.
-  const int default_ffn =
-      m.gated_linear_unit ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size;
-  set("ffn_hidden_size", std::to_string(m.ffn_hidden_size > 0 ? m.ffn_hidden_size : default_ffn));
+  set("ffn_hidden_size",
+      std::to_string(m.ffn_hidden_size > 0 ? m.ffn_hidden_size : default_ffn_hidden_size(m)));
   const bool gqa =
       m.attention == AttentionKind::kGroupedQuery && m.num_query_groups != m.num_attention_heads;
   set("group_query_attention", python_bool(gqa));
@@ -327,7 +323,7 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   set("vocab_size", std::to_string(m.vocab_size));
   set("make_vocab_size_divisible_by", std::to_string(m.make_vocab_size_divisible_by));
   // Unless the recipe pins --padded-vocab-size, the block prints None: the tokenizer pads the
-  // vocabulary after it is printed, and says so in its own line (padded_vocab_text).
+  // vocabulary after it is printed, and says so in its own line (arguments_text).
   set("seq_length", std::to_string(workload.seq_length));
   if (args["max_position_embeddings"] == "None") {
     set("max_position_embeddings", std::to_string(workload.seq_length));

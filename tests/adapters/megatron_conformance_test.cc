@@ -19,6 +19,7 @@
 
 #include "adapters/model/layout.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/recipe_values.h"
 #include "adapters/model/sweep.h"
 #include "adapters/world/megatron_log_writer.h"
 #include "events/arg_catalog.h"
@@ -268,39 +269,10 @@ Result<Workload> preset_workload(const std::string& name, const Recipe& recipe) 
                        recipe.flags.contains("--fp8-format") ? Precision::kFp8 : Precision::kBf16);
 }
 
-// Shell words of text written by flag_text: bare, or single-quoted ('\'' for a quote).
-std::vector<std::string> shell_words(const std::string& text) {
-  std::vector<std::string> out;
-  std::string word;
-  bool in_word = false, quoted = false;
-  for (const char c : text) {
-    if (quoted) {
-      if (c == '\'') {
-        quoted = false;
-      } else {
-        word += c;
-      }
-    } else if (c == '\'') {
-      quoted = in_word = true;
-    } else if (c == '\\') {
-      continue;  // only in '\'' sequences here
-    } else if (c == ' ') {
-      if (in_word) out.push_back(word);
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (in_word) out.push_back(word);
-  return out;
-}
-
 std::vector<std::string> recipe_words(const Recipe& recipe) {
   std::vector<std::string> out;
   for (const auto& [flag, value] : recipe.flags) {
-    for (std::string& word : shell_words(flag_text(flag, value))) out.push_back(std::move(word));
+    for (std::string& word : split_words(flag_text(flag, value))) out.push_back(std::move(word));
   }
   return out;
 }
@@ -540,8 +512,9 @@ TEST(MegatronConformance, ConfigurationsTheSweepGeneratesGetMegatronsVerdict) {
     ++agree;
     refused += ours.accepted ? 0 : 1;
     if (!ours.accepted || !answer.at("resolved").is_object()) continue;
+    const std::set<std::string> compared_here = compared_dests(c.oracle_input.at("flags"));
     for (auto& [dest, value] : effective_arguments(c.workload, c.recipe, *resolved, 100, 1)) {
-      if (!compared_dests(c.oracle_input.at("flags")).contains(dest)) continue;
+      if (!compared_here.contains(dest)) continue;
       const json& theirs_value = answer.at("resolved").value(dest, json());
       if (!theirs_value.is_string()) continue;
       ++compared;

@@ -795,6 +795,18 @@ TEST(MetricsOlderForms, The2019AndNemoFormsAreRead) {
                   .iterations.empty());
 }
 
+TEST(MetricsOlderForms, AForksRepeatedLossKeyIsSkippedAndMegatronsOwnIsNot) {
+  const std::string line = kReferenceIterationLines[0];
+  const std::size_t at = line.find(" loss scale:");
+  const std::string fork = std::string(line).insert(at, " mtp_1 loss: 2.5 | mtp_1 loss: 2.6 |");
+  const MegatronLog read = read_megatron_log(fork + "\n");
+  ASSERT_EQ(read.iterations.size(), 1U) << fork;
+  ASSERT_FALSE(read.iterations[0].other_losses.empty());
+  EXPECT_EQ(read.iterations[0].other_losses.back().value, 2.5) << "the first one counts";
+  const std::string twice = std::string(line).insert(at, " lm loss: 1.0 |");
+  EXPECT_TRUE(read_megatron_log(twice + "\n").iterations.empty()) << twice;
+}
+
 TEST(MetricsOlderForms, ALineCutAfterItsTimeAndEndedByANewlineCounts) {
   const std::string line = kReferenceIterationLines[0];
   const std::size_t cut = line.find("| loss scale") + 6;  // inside the loss scale segment

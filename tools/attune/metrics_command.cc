@@ -247,8 +247,7 @@ void print_failure(const Failure& failure) {
   if (failure.alternatives.empty()) return;
   std::cout << "other evidence, strongest first:\n";
   for (const Evidence& evidence : failure.alternatives) {
-    std::string head = std::string(to_string(evidence.failure_class)) +
-                       (evidence.suspected ? " (suspected)" : "") + ", " + evidence.why;
+    std::string head = failure_class_text(evidence) + ", " + evidence.why;
     const std::string where = where_text(evidence.file, evidence.line_number);
     if (!where.empty()) head += ", " + where;
     std::cout << "  " << cut(head, kMessageWidth) << "\n    "

@@ -229,7 +229,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
 
   TableReader top(&root, path, "", 1);
   ATTUNE_TRY(top.unknown_keys({"name", "cluster", "workload", "baseline", "policy", "budget", "run",
-                               "band", "tuner", "seeds", "local", "slurm"}));
+                               "band", "tuner", "seeds", "local", "slurm", "cost"}));
   ATTUNE_TRY(top.text("name", spec.name, true));
   if (!is_valid_campaign_name(spec.name)) {
     return top.wrong(*root.get("name"), "name", "1-48 characters of [A-Za-z0-9._-]",
@@ -369,6 +369,12 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   ATTUNE_TRY(n.fraction("floor", spec.band_floor_fraction, 0.0, 1.0));
   ATTUNE_TRY(n.fraction("k", spec.band_k, 0.0, 100.0));
 
+  const toml::table* cost = nullptr;
+  ATTUNE_TRY(section("cost", false, cost));
+  TableReader price(cost, path, "cost", 1);
+  ATTUNE_TRY(price.unknown_keys({"usd_per_gpu_hour"}));
+  ATTUNE_TRY(price.fraction("usd_per_gpu_hour", spec.usd_per_gpu_hour, 0.0, 1e6));
+
   const toml::table* tuner = nullptr;
   ATTUNE_TRY(section("tuner", false, tuner));
   TableReader t(tuner, path, "tuner", 1);
@@ -476,6 +482,7 @@ CampaignOpened campaign_opened(const CampaignSpec& spec) {
   opened.policy_path = spec.policy_path;
   opened.job_template = spec.job_template;
   opened.expected_seconds_per_step = spec.expected_seconds_per_step;
+  opened.usd_per_gpu_hour = spec.usd_per_gpu_hour;
   return opened;
 }
 

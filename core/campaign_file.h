@@ -97,6 +97,9 @@ struct CampaignSpec {
   std::uint64_t seed = 1;
   std::uint64_t reality_seed = 0;
 
+  // [cost] usd_per_gpu_hour: what one GPU-hour costs; 0 (the default) prints no dollar figures.
+  double usd_per_gpu_hour = 0.0;
+
   std::string file_hash;  // hex SHA-256 of the campaign file's bytes
 };
 

@@ -384,6 +384,7 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setTunerOptions(as_text(value.tuner_options));
   out.setTunerBlackBox(value.tuner_black_box);
   out.setLeverGroupsHash(as_text(value.lever_groups_hash));
+  out.setUsdPerGpuHour(value.usd_per_gpu_hour);
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -730,6 +731,7 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.tuner_options = read_text(in.getTunerOptions());
   value.tuner_black_box = in.getTunerBlackBox();
   value.lever_groups_hash = read_text(in.getLeverGroupsHash());
+  value.usd_per_gpu_hour = in.getUsdPerGpuHour();
   return value;
 }
 

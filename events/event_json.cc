@@ -97,7 +97,8 @@ json fields(const CampaignOpened& value) {
           {"learned_rules_path", value.learned_rules_path},
           {"tuner_options", value.tuner_options},
           {"tuner_black_box", value.tuner_black_box},
-          {"lever_groups_hash", value.lever_groups_hash}};
+          {"lever_groups_hash", value.lever_groups_hash},
+          {"usd_per_gpu_hour", value.usd_per_gpu_hour}};
 }
 
 json fields(const CandidateProposed& value) {
@@ -154,7 +155,7 @@ json fields(const JobFinished& value) {
 
 json fields(const RunMeasured& value) {
   return {{"run_id", value.run_id},
-          {"tokens_per_sec_per_gpu", value.tokens_per_sec_per_gpu},
+          {"tokens_per_s_per_gpu", value.tokens_per_sec_per_gpu},
           {"step_times_ms", value.step_times_ms},
           {"window_rsd", value.window_rsd},
           {"peak_memory_gib_by_stage", value.peak_memory_gib_by_stage},
@@ -180,7 +181,7 @@ json fields(const Charged& value) {
 
 json fields(const BandSet& value) {
   return {{"calibration_run_ids", value.calibration_run_ids},
-          {"mean_tokens_per_sec_per_gpu", value.mean_tokens_per_sec_per_gpu},
+          {"mean_tokens_per_s_per_gpu", value.mean_tokens_per_sec_per_gpu},
           {"rsd", value.rsd},
           {"band_fraction", value.band_fraction},
           {"budget_gpu_hours", value.budget_gpu_hours},
@@ -227,7 +228,7 @@ json fields(const RecipeShipped& value) {
           {"is_baseline", value.is_baseline},
           {"recipe", value.recipe},
           {"recipe_hash", value.recipe_hash},
-          {"tokens_per_sec_per_gpu", value.tokens_per_sec_per_gpu},
+          {"tokens_per_s_per_gpu", value.tokens_per_sec_per_gpu},
           {"gain_fraction", value.gain_fraction},
           {"evidence", value.evidence}};
 }

@@ -79,6 +79,7 @@ struct CampaignOpened {
   tunerOptions @34 :Text;  # the campaign file's [tuner] table (TOML), for the tuner to read
   tunerBlackBox @35 :Bool;  # the tuner draws whole configurations (exempt from rule 2)
   leverGroupsHash @36 :Text;  # hex SHA-256 of the lever groups decide() counted levers with
+  usdPerGpuHour @37 :Float64;  # the campaign file's [cost] price of one GPU-hour; 0 = none
 }
 
 struct CandidateProposed {

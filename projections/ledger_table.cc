@@ -38,6 +38,7 @@ void admit(LedgerTable& state, const LaunchAdmitted& admitted, std::uint64_t seq
     row.profile = proposal.profile;
     row.retry_of_run_id = proposal.retry_of_run_id;
     row.check_of_run_id = proposal.check_of_run_id;
+    row.parent_run_id = proposal.parent_run_id;
     state.pending.erase(it);
   }
   if (row.retry_of_run_id != 0) {

@@ -58,6 +58,7 @@ struct LedgerRow {
   RunId retry_of_run_id = 0;
   RunId retried_by_run_id = 0;
   RunId check_of_run_id = 0;
+  RunId parent_run_id = 0;  // the run whose recipe a search run changes (0 = the baseline)
 
   friend bool operator==(const LedgerRow&, const LedgerRow&) = default;
 };

@@ -66,3 +66,81 @@ std::size_t display_width(const std::string& text) {
 }
 
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+bool continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The byte length of the first `points` code points of `text` (all of it when shorter).
+std::size_t prefix_bytes(const std::string& text, std::size_t points) {
+  std::size_t i = 0;
+  for (std::size_t seen = 0; i < text.size(); ++i) {
+    if (!continuation_byte(text[i])) {
+      if (seen == points) break;
+      ++seen;
+    }
+  }
+  return i;
+}
+
+void wrap_line(const std::string& line, std::size_t width, const std::string& indent,
+               std::string& out) {
+  if (display_width(line) <= width) {
+    out += line + "\n";
+    return;
+  }
+  const std::size_t lead = line.find_first_not_of(' ');
+  std::string current = line.substr(0, lead);
+  const std::string next = current + indent;  // continuations keep the line's own indent
+  bool empty = true;                          // `current` holds no word yet
+  for (std::size_t start = lead; start < line.size();) {
+    std::size_t end = line.find(' ', start);
+    if (end == std::string::npos) end = line.size();
+    std::string word = line.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    if (!empty && display_width(current) + 1 + display_width(word) > width) {
+      out += current + "\n";
+      current = next;
+      empty = true;
+    }
+    while (display_width(current) + display_width(word) > width) {  // a word longer than a line
+      const std::size_t used = display_width(current);
+      current += word.substr(0, prefix_bytes(word, width > used ? width - used : 1));
+      word = word.substr(prefix_bytes(word, width > used ? width - used : 1));
+      out += current + "\n";
+      current = next;
+      empty = true;
+    }
+    if (word.empty()) continue;
+    if (!empty) current += ' ';
+    current += word;
+    empty = false;
+  }
+  if (!empty) out += current + "\n";
+}
+
+}  // namespace
+
+std::string cut_to_width(const std::string& text, std::size_t width) {
+  if (display_width(text) <= width) return text;
+  if (width == 0) return "";
+  return text.substr(0, prefix_bytes(text, width - 1)) + "…";
+}
+
+std::string wrap_words(const std::string& text, std::size_t width, const std::string& indent) {
+  ATTUNE_ASSERT(width > display_width(indent), "a wrapped line has room after its indent");
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    wrap_line(text.substr(start, end - start), width, indent, out);
+    start = end + 1;
+  }
+  out.pop_back();  // the last line's '\n'
+  return out;
+}
+
+}  // namespace attune

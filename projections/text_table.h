@@ -40,4 +40,12 @@ std::string one_line(std::string text);
 // Number of UTF-8 code points in the text.
 std::size_t display_width(const std::string& text);
 
+// The text in at most `width` code points: when it is longer, its first width - 1 and "…".
+std::string cut_to_width(const std::string& text, std::size_t width);
+
+// Each line of the text (split at '\n') broken at spaces into lines of at most `width` code
+// points, continuation lines starting with `indent`; a word longer than a line is cut. No line
+// ends with a space.
+std::string wrap_words(const std::string& text, std::size_t width, const std::string& indent);
+
 }  // namespace attune

@@ -1,39 +1,105 @@
 #include "core/progress.h"
 
+#include <optional>
 #include <sstream>
 
 #include "projections/number_format.h"
+#include "projections/run_rows.h"
+#include "projections/text_table.h"
 
 namespace attune {
 namespace {
 
-std::string run_line(const ControlState& state, RunId run_id) {
+// Progress lines fit a terminal of this width; a change that does not fit is cut with "…".
+constexpr std::size_t kLineWidth = 100;
+constexpr std::size_t kMinChangeWidth = 16;
+
+// Since the campaign's first cluster admission (the paper's wall-clock), as h:mm.
+std::optional<std::int64_t> first_admission(const ControlState& state) {
+  std::optional<std::int64_t> first;
+  for (const auto& [id, run] : state.runs) {
+    if (run.started && (!first || run.admitted_at_unix_ns < *first))
+      first = run.admitted_at_unix_ns;
+  }
+  return first;
+}
+
+std::string clock_text(double hours) {
+  const auto minutes = static_cast<long long>(hours * 60.0 + 0.5);
+  const long long m = minutes % 60;
+  return std::to_string(minutes / 60) + ":" + (m < 10 ? "0" : "") + std::to_string(m);
+}
+
+// "elapsed 1:05, budget ETA 3:40": the time since the first admission and, at the rate GPU-hours
+// have been charged so far, the time until the budget is spent. Virtual time on the simulator.
+std::string time_text(const ControlState& state, const Envelope& event) {
+  const auto first = first_admission(state);
+  if (!first || event.recorded_at_unix_ns < *first) return "";
+  const double hours = static_cast<double>(event.recorded_at_unix_ns - *first) / 3.6e12;
+  std::string text = "elapsed " + clock_text(hours);
+  const Budget& budget = state.view.budget;
+  const double spent = budget.tuner_gpu_hours + budget.checks_gpu_hours;
+  if (hours > 0 && spent > 0 && budget.budget_gpu_hours > 0) {
+    text += ", budget ETA " + clock_text(budget.remaining_gpu_hours / (spent / hours));
+  }
+  if (state.view.settings.launcher == "sim") text += " (virtual)";
+  return text;
+}
+
+std::string run_line(const ControlState& state, RunId run_id, const Envelope& event) {
   const RunState* run = state.run(run_id);
   auto row = state.view.ledger.rows.find(run_id);
   if (run == nullptr || row == state.view.ledger.rows.end()) return "";
-  std::ostringstream line;
-  line << "run " << run_id << " [" << to_string(run->purpose) << "] " << row->second.diff_summary;
-  const auto proposal = state.proposals.find(run->proposal_id);
-  if (proposal != state.proposals.end() && !proposal->second.hypothesis.bottleneck.empty()) {
-    line << " | " << proposal->second.hypothesis.bottleneck << " ("
-         << format_signed_percent(proposal->second.hypothesis.expected_gain_fraction, 1)
-         << " expected)";
+  std::string prefix = "run " + std::to_string(run_id) + " [" + to_string(run->purpose) + "] ";
+  if (run->purpose == RunPurpose::kSearch) {
+    const RunId parent = row->second.parent_run_id;
+    prefix +=
+        "from " + (parent == 0 ? std::string("baseline") : "run " + std::to_string(parent)) + ": ";
   }
+  std::ostringstream suffix;
   if (run->measured) {
-    line << " | " << format_fixed(run->measured->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU";
+    suffix << " | " << format_fixed(run->measured->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU";
   } else if (run->failed) {
-    line << " | " << to_string(run->failed->failure_class);
+    suffix << " | " << to_string(run->failed->failure_class);
   }
   auto verdict = state.view.leader.verdicts.find(run_id);
   if (verdict != state.view.leader.verdicts.end()) {
-    line << " | " << to_string(verdict->second.verdict);
-    if (verdict->second.verdict != Verdict::kFailed &&
-        verdict->second.verdict != Verdict::kCalibration) {
-      line << " " << format_signed_percent(verdict->second.gain_fraction, 1);
+    const Verdict v = verdict->second.verdict;
+    if (v != Verdict::kFailed && v != Verdict::kCalibration) {
+      suffix << " | " << to_string(v) << " "
+             << format_signed_percent(verdict->second.gain_fraction, 1);
     }
   }
-  line << " | " << format_fixed(state.view.budget.remaining_gpu_hours, 1) << " GPU-hours left";
-  return line.str();
+  if (state.view.budget.budget_auto && !state.view.baseline_band.band_set) {
+    suffix << " | budget set at the band";
+  } else {
+    suffix << " | " << format_fixed(state.view.budget.remaining_gpu_hours, 1) << " GPU-h left";
+  }
+  const std::string change =
+      short_change(change_against_parent(row->second, state.view.ledger.rows));
+  const std::size_t fixed = display_width(prefix) + display_width(suffix.str());
+  const std::size_t room =
+      kLineWidth > fixed + kMinChangeWidth ? kLineWidth - fixed : kMinChangeWidth;
+  std::string line = prefix + cut_to_width(change, room) + suffix.str();
+  // The second line: the time, and the hypothesis the run tested.
+  std::string second = time_text(state, event);
+  const auto proposal = state.proposals.find(run->proposal_id);
+  if (proposal != state.proposals.end() && !proposal->second.hypothesis.bottleneck.empty()) {
+    const Hypothesis& why = proposal->second.hypothesis;
+    second += (second.empty() ? "" : "; ") + std::string("tested ") + why.bottleneck + " (" +
+              format_signed_percent(why.expected_gain_fraction, 1) + " expected)";
+  }
+  if (!second.empty()) line += "\n  " + cut_to_width(second, kLineWidth - 2);
+  return line;
+}
+
+std::string job_line(const ControlState& state, RunId run_id, const Envelope& event,
+                     const std::string& what) {
+  const RunState* run = state.run(run_id);
+  if (run == nullptr) return "";
+  std::string line = "run " + std::to_string(run_id) + " [" + to_string(run->purpose) + "] " + what;
+  if (const std::string time = time_text(state, event); !time.empty()) line += " | " + time;
+  return line;
 }
 
 std::string gate_line(const ConvergenceChecked& checked) {
@@ -48,13 +114,20 @@ std::string gate_line(const ConvergenceChecked& checked) {
 
 std::vector<std::string> progress_lines(const ControlState& state, const Envelope& event) {
   std::vector<std::string> lines;
-  if (const auto* verdict = std::get_if<VerdictRecorded>(&event.body)) {
-    lines.push_back(run_line(state, verdict->run_id));
+  if (const auto* submitted = std::get_if<JobSubmitted>(&event.body)) {
+    lines.push_back(job_line(state, submitted->run_id, event, "submitted"));
+  } else if (const auto* started = std::get_if<JobStarted>(&event.body)) {
+    const std::size_t nodes = started->nodes.size();
+    lines.push_back(
+        job_line(state, started->run_id, event,
+                 "started on " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes")));
+  } else if (const auto* verdict = std::get_if<VerdictRecorded>(&event.body)) {
+    lines.push_back(run_line(state, verdict->run_id, event));
   } else if (const auto* failed = std::get_if<RunFailed>(&event.body)) {
     // Search runs get their line with their verdict.
     const RunState* run = state.run(failed->run_id);
     if (run && run->purpose != RunPurpose::kSearch && run->purpose != RunPurpose::kRetry) {
-      lines.push_back(run_line(state, failed->run_id));
+      lines.push_back(run_line(state, failed->run_id, event));
     }
   } else if (const auto* band = std::get_if<BandSet>(&event.body)) {
     lines.push_back("band set: baseline " + format_fixed(band->mean_tokens_per_sec_per_gpu, 1) +
@@ -70,6 +143,8 @@ std::vector<std::string> progress_lines(const ControlState& state, const Envelop
     lines.push_back(gate_line(*checked));
   }
   std::erase(lines, std::string());
+  // Every line fits the terminal: a long one continues on indented lines.
+  for (std::string& line : lines) line = wrap_words(line, kLineWidth, "  ");
   return lines;
 }
 

@@ -28,8 +28,10 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge bubblewrap
 )
 # The test suite also runs Megatron-LM's own argument code (the oracle in
-# ../shared/tools/megatron-oracle) on configurations it has no cached answer for.
-TEST_PACKAGES=(python3-torch python3-numpy python3-packaging python3-yaml)
+# ../shared/tools/megatron-oracle) on configurations it has no cached answer for, and renders
+# the campaign report in headless Chromium.
+TEST_PACKAGES=(python3-torch python3-numpy python3-packaging python3-yaml chromium
+  fonts-dejavu-core)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

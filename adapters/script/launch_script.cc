@@ -437,6 +437,7 @@ Result<ResolvedScript> resolve_launch_script_with(const ScriptInput& input, Isol
 
 std::string resolved_script_json(const ResolvedScript& resolved) {
   nlohmann::ordered_json json;
+  json["schema_version"] = 1;
   json["program"] = resolved.program;
   json["program_path"] = resolved.program_path;
   json["args"] = resolved.args;

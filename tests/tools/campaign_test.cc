@@ -194,11 +194,70 @@ TEST_F(Campaign, RunsOnTheLocalLauncherWithRealProcessesInRealTime) {
   ASSERT_EQ(outcome.exit_code, 0) << outcome.out;
   auto summary = nlohmann::json::parse(outcome.out);
   EXPECT_EQ(summary["baseline"]["calibration_runs"].get<int>(), 3);
-  EXPECT_GT(summary["baseline"]["mean"].get<double>(), 0.0);
+  EXPECT_GT(summary["baseline"]["tokens_per_s_per_gpu"].get<double>(), 0.0);
   const std::string id = summary["campaign_id"].get<std::string>();
   const std::string exported = export_ledger(db("local"), id);
   EXPECT_NE(exported.find("\"facts_source\":\"local\""), std::string::npos);
   EXPECT_EQ(run(attune() + " audit --db " + db("local") + " --campaign " + id).exit_code, 0);
+}
+
+// A local campaign of slow jobs: calibration runs of `step_ms` per step on real processes.
+void write_local_campaign(const fs::path& file, int step_ms) {
+  const std::string baseline =
+      std::string(ATTUNE_SOURCE_DIR) + "/adapters/model/data/recipes/qwen3-30b-a3b-h100x16.sh";
+  std::ofstream(file) << "name = \"local-interrupt\"\n"
+                         "[cluster]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\ngpus = 16\n"
+                         "launcher = \"local\"\n"
+                         "[local]\njob = \""
+                      << ATTUNE_BIN_DIR
+                      << "/attune-sim-job --model qwen3-30b-a3b --gpu h100 --gpus 16 --seq 4096 "
+                         "--gbs 256 --recipe {recipe_file} --steps {steps} --log {log} --realtime "
+                         "--step-ms "
+                      << step_ms
+                      << "\"\nseconds_per_step = 0.05\n"
+                         "[workload]\nseq_length = 4096\nglobal_batch = 256\n"
+                         "[baseline]\nrecipe_file = \""
+                      << baseline
+                      << "\"\n"
+                         "[budget]\ngpu_hours = 0.03\n"
+                         "[run]\ncalibration_runs = 3\n";
+}
+
+TEST_F(Campaign, SigintStopsTheLocalJobsAndPrintsTheResumeCommand) {
+  const fs::path file = root_ / "interrupt.toml";
+  write_local_campaign(file, 400);  // 14 steps: more than 5 s per job
+  const std::string ledger = db("interrupt");
+  const fs::path err = root_ / "err.txt";
+  // Start the campaign, wait for its first job to start, then interrupt it.
+  const testing_support::CommandOutcome outcome = testing_support::run_shell(
+      attune() + " campaign run " + file.string() + " --db " + ledger + " > " +
+      (root_ / "out.txt").string() + " 2> " + err.string() + " & pid=$!; for i in $(seq 200); do " +
+      "grep -q 'started on' " + err.string() + " && break; sleep 0.05; done; sleep 0.3; " +
+      "kill -INT $pid; wait $pid; echo $?");
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string said = text.str();
+  EXPECT_EQ(outcome.out, "130\n") << said;
+  EXPECT_NE(said.find("interrupted by SIGINT"), std::string::npos) << said;
+  EXPECT_NE(said.find("local jobs stopped"), std::string::npos) << said;
+  const std::size_t resume = said.find("attune campaign resume --db " + ledger + " --campaign ");
+  ASSERT_NE(resume, std::string::npos) << said;
+  // The jobs got SIGTERM: none of them is left running.
+  testing_support::run_shell("sleep 1");
+  EXPECT_NE(testing_support::run_shell("pgrep -f '[a]ttune-sim-job.*" + ledger + "'").exit_code, 0)
+      << "a job outlived the interrupt";
+  // The printed command continues the campaign to a shipped recipe; the stopped runs are
+  // infrastructure failures (cancelled), not failures of their recipes.
+  const std::string id = said.substr(resume, said.find('\n', resume) - resume)
+                             .substr(said.find("--campaign ", resume) - resume + 11);
+  Outcome resumed =
+      run(attune() + " campaign resume --db " + ledger + " --campaign " + id + " --json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  const std::string exported = export_ledger(ledger, id);
+  EXPECT_NE(exported.find("\"final_state\":\"CANCELLED\""), std::string::npos);
+  EXPECT_NE(exported.find("\"failure_class\":\"infra\""), std::string::npos);
+  EXPECT_EQ(run(attune() + " audit --db " + ledger + " --campaign " + id).exit_code, 0);
 }
 
 }  // namespace

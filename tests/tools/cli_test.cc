@@ -107,7 +107,8 @@ TEST_F(Cli, CampaignRunOpensTheCampaignAndTheViewsShowIt) {
   Outcome status = attune("status --db " + db() + " --json");
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto json = nlohmann::json::parse(status.out);
-  EXPECT_EQ(json.at(0).value("campaign_id", ""), id);
+  EXPECT_EQ(json.value("schema_version", 0), 1);
+  EXPECT_EQ(json.at("campaigns").at(0).value("campaign_id", ""), id);
 
   Outcome text = attune("status --db " + db() + " --campaign " + id);
   EXPECT_EQ(text.exit_code, 0) << text.err;

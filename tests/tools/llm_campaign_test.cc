@@ -156,7 +156,8 @@ TEST_P(LlmCampaign, ARefusedProposalIsCorrectedAdmittedAndRecorded) {
   const auto status = testing_support::run_shell(attune() + " status --db " + db + " --json");
   ASSERT_EQ(status.exit_code, 0) << status.err;
   const json views = json::parse(status.out);
-  const json& budget = views.is_array() ? views[0]["budget"] : views["budget"];
+  const json& budget =
+      views.contains("campaigns") ? views["campaigns"][0]["budget"] : views["budget"];
   EXPECT_EQ(budget["llm_turns"], 4);
   EXPECT_EQ(budget["llm_input_tokens"], 86000);
   EXPECT_NEAR(budget["llm_cost_usd"].get<double>(), expected_usd, 1e-9);

@@ -65,11 +65,11 @@ Result<json> request(const std::string& socket_path, const json& body, std::int6
 // Prints the reply (JSON, or `text` of it) and returns the exit code: 2 for an error reply.
 int print_reply(const json& reply, bool as_json, const std::function<std::string()>& text) {
   if (!reply.value("ok", false)) {
-    if (as_json) std::cout << reply.dump(2) << "\n";
+    if (as_json) write_json_output(reply);
     return fail(reply.value("error", std::string("the campaign refused the request")));
   }
   if (as_json) {
-    std::cout << reply.dump(2) << "\n";
+    write_json_output(reply);
   } else {
     std::cout << text();
   }

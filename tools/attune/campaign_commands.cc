@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,21 +37,34 @@
 #include "core/text_file.h"
 #include "events/assert.h"
 #include "events/sha256.h"
+#include "events/whole_file.h"
 #include "gate/policy.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
+#include "projections/run_rows.h"
+#include "projections/text_table.h"
 #include "tools/attune/agent_supervisor.h"
 #include "tools/attune/baseline_script.h"
 #include "tools/attune/campaign_check.h"
+#include "tools/attune/campaign_figures.h"
 #include "tools/attune/campaign_runner.h"
 #include "tools/attune/campaign_session.h"
 #include "tools/attune/cli.h"
+#include "tools/attune/interrupt.h"
+#include "tools/attune/report.h"
 #include "tools/attune/shipped_files.h"
 
 namespace attune::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// How the final summary prints its run table: within 100 columns (the change cut), with a long
+// change continued on the next lines, or every column whole.
+struct TableOptions {
+  bool wide = false;
+  bool verbose = false;
+};
 
 struct RunOptions {
   std::string campaign_file;
@@ -58,6 +73,7 @@ struct RunOptions {
   std::optional<std::string> tuner;  // overrides the campaign file's [tuner] name
   AgentOptions agent;
   bool json = false;
+  TableOptions table;
 };
 
 struct ResumeOptions {
@@ -65,6 +81,7 @@ struct ResumeOptions {
   std::string campaign;
   AgentOptions agent;
   bool json = false;
+  TableOptions table;
 };
 
 // A campaign whose baseline never calibrated had nothing to tune: it ends in an error, not in
@@ -73,19 +90,149 @@ bool calibration_failed(const CampaignView& view) {
   return view.baseline_band.band_run_ids.empty() && view.stop.stop.has_value();
 }
 
-// The final summary: what shipped, against what, at what cost.
-int print_summary(const ControlState& state, const std::string& db, bool json) {
-  const CampaignView& view = state.view;
-  const RecipeShipped* shipped = view.stop.shipped ? &*view.stop.shipped : nullptr;
-  std::uint32_t launches = 0;
+constexpr int kSummarySchemaVersion = 2;
+
+// The report beside the ledger (DIR/ID.report.html), rebuilt from the ledger; empty when it
+// cannot be written (the campaign is recorded either way, and `attune report` makes it again).
+std::string write_report_beside(const EventStore& store, const std::string& db,
+                                const std::string& campaign_id) {
+  auto data = gather_report(store, campaign_id, db);
+  if (!data.ok()) {
+    std::cerr << "attune: warning: the report was not written: " << data.error() << "\n";
+    return "";
+  }
+  const std::string path = (fs::path(db) / (campaign_id + ".report.html")).string();
+  Status written = write_whole_file(path, render_report_html(data.value()), 0644, false);
+  if (!written.ok()) {
+    std::cerr << "attune: warning: " << written.error() << "\n";
+    return "";
+  }
+  return path;
+}
+
+struct Launches {
+  std::uint32_t count = 0;
   std::uint32_t failed = 0;
+};
+
+Launches launches_of(const ControlState& state) {
+  Launches launches;
   for (const auto& [id, run] : state.runs) {
     if (run.purpose == RunPurpose::kCheck) continue;
-    ++launches;
-    failed += run.failed && run.failed->failure_class != FailureClass::kInfra ? 1 : 0;
+    ++launches.count;
+    launches.failed += run.failed && run.failed->failure_class != FailureClass::kInfra ? 1 : 0;
   }
+  return launches;
+}
+
+nlohmann::json summary_json(const ControlState& state, const std::string& db,
+                            const std::optional<ShippedFiles>& files, const std::string& report,
+                            const Economics& economics) {
+  const CampaignView& view = state.view;
+  const RecipeShipped* shipped = view.stop.shipped ? &*view.stop.shipped : nullptr;
+  const Budget& budget = view.budget;
+  const BaselineBand& band = view.baseline_band;
+  const Launches launches = launches_of(state);
+  nlohmann::json out;
+  out["schema_version"] = kSummarySchemaVersion;
+  out["campaign_id"] = view.campaign_id;
+  out["ledger"] = db;
+  out["report_file"] = report;
+  out["shipped"] = {{"recipe", shipped ? shipped->recipe : ""},
+                    {"recipe_file", files ? files->script : ""},
+                    {"baseline_file", files ? files->baseline : ""},
+                    {"diff_file", files ? files->diff : ""},
+                    {"json_file", files ? files->json : ""},
+                    {"sbatch_file", files ? files->sbatch : ""},
+                    {"user_script_file", files ? files->user_script : ""},
+                    {"change_by_hand", files ? files->by_hand : std::vector<std::string>()},
+                    {"run_id", shipped ? shipped->run_id : 0},
+                    {"is_baseline", shipped ? shipped->is_baseline : true},
+                    {"gain_fraction", shipped ? shipped->gain_fraction : 0.0},
+                    {"tokens_per_s_per_gpu", shipped ? shipped->tokens_per_sec_per_gpu : 0.0},
+                    {"evidence", shipped ? shipped->evidence : ""}};
+  out["baseline"] = {{"tokens_per_s_per_gpu", band.mean_tokens_per_s_per_gpu},
+                     {"rsd", band.rsd_fraction},
+                     {"band_fraction", band.band_fraction},
+                     {"calibration_runs", band.band_run_ids.size()}};
+  out["gpu_hours"] = {{"tuner", budget.tuner_gpu_hours},
+                      {"checks", budget.checks_gpu_hours},
+                      {"infra", budget.infra_gpu_hours},
+                      {"reserve", budget.reserve_gpu_hours},
+                      {"budget", budget.budget_gpu_hours}};
+  out["economics"] = to_json(economics);
+  out["llm"] = {{"turns", budget.llm_turns},
+                {"input_tokens", budget.llm_input_tokens},
+                {"output_tokens", budget.llm_output_tokens},
+                {"cost_usd", budget.llm_cost_usd}};
+  out["launches"] = launches.count;
+  out["failed_launches"] = launches.failed;
+  out["refused_proposals"] = view.ledger.refused.size();
+  return out;
+}
+
+void print_summary_text(const ControlState& state, const std::string& db,
+                        const std::optional<ShippedFiles>& files, const std::string& report,
+                        const Economics& economics, const std::vector<RunRow>& rows,
+                        const TableOptions& table) {
+  const CampaignView& view = state.view;
+  const RecipeShipped* shipped = view.stop.shipped ? &*view.stop.shipped : nullptr;
+  const Budget& budget = view.budget;
+  const BaselineBand& band = view.baseline_band;
+  const Launches launches = launches_of(state);
+  std::ostringstream out;
+  out << "\n" << render_runs_text(rows, table.wide ? 0 : kTerminalWidth, table.verbose) << "\n";
+  out << "shipped   ";
+  if (!shipped) {
+    out << "nothing\n";
+  } else if (shipped->is_baseline) {
+    out << "the baseline recipe (" << shipped->evidence << ")\n";
+  } else {
+    out << "run " << shipped->run_id << ": " << format_fixed(shipped->tokens_per_sec_per_gpu, 1)
+        << " tokens/s/GPU, " << format_signed_percent(shipped->gain_fraction, 2)
+        << " over the baseline (band " << format_percent(band.band_fraction, 2) << ")\n";
+  }
+  out << "baseline  " << format_fixed(band.mean_tokens_per_s_per_gpu, 1) << " tokens/s/GPU, rsd "
+      << format_percent(band.rsd_fraction, 2) << " over " << band.band_run_ids.size()
+      << " calibration runs\n"
+      << "gpu-hours tuner " << format_fixed(budget.tuner_gpu_hours, 1) << ", checks "
+      << format_fixed(budget.checks_gpu_hours, 1) << " (reserve "
+      << format_fixed(budget.reserve_gpu_hours, 1) << "), infrastructure "
+      << format_fixed(budget.infra_gpu_hours, 1) << ", budget "
+      << format_fixed(budget.budget_gpu_hours, 1) << "\n"
+      << render_economics_text(economics);
+  if (budget.llm_turns > 0) {
+    out << "llm       $" << format_fixed(budget.llm_cost_usd, 2) << " over " << budget.llm_turns
+        << " turns (" << budget.llm_input_tokens << " input, " << budget.llm_output_tokens
+        << " output tokens)\n";
+  }
+  out << "launches  " << launches.count << " (" << launches.failed << " failed), "
+      << view.ledger.refused.size() << " proposals refused\n";
+  // The files lie beside the ledger: named once by the ledger's folder, then by their names.
+  out << "ledger    " << db << " (campaign " << view.campaign_id << ")\n";
+  auto name = [](const std::string& path) { return fs::path(path).filename().string(); };
+  if (files) {
+    out << "recipe    " << name(files->script) << " beside the ledger (runs as it stands: bash "
+        << name(files->script) << ")\nfiles     " << name(files->baseline) << ", "
+        << name(files->diff) << ", " << name(files->json);
+    if (!files->sbatch.empty()) out << ", " << name(files->sbatch);
+    out << "\n";
+    if (!files->user_script.empty()) {
+      out << "script    " << name(files->user_script) << " (your script, changes applied)\n";
+    }
+    for (const std::string& note : files->by_hand) out << "by hand   " << note << "\n";
+  }
+  if (!report.empty()) out << "report    " << name(report) << " beside the ledger\n";
+  std::cout << (table.wide ? out.str() : wrap_words(out.str(), kTerminalWidth, "          "));
+}
+
+// The final summary: what shipped, against what, at what cost; the shipped files and the report
+// beside the ledger.
+int print_summary(const ControlState& state, const EventStore& store, const std::string& db,
+                  bool json, const TableOptions& table) {
+  const CampaignView& view = state.view;
   std::optional<ShippedFiles> files;
-  if (shipped) {
+  if (view.stop.shipped) {
     auto written = write_shipped_files(state, db);
     if (!written.ok()) {
       return fail(written.error() + " (the campaign is recorded; attune status --db " + db +
@@ -93,84 +240,14 @@ int print_summary(const ControlState& state, const std::string& db, bool json) {
     }
     files = std::move(written).value();
   }
-  const std::string recipe_path = files ? files->script : "";
-  const Budget& budget = view.budget;
-  const BaselineBand& band = view.baseline_band;
+  const std::string report = write_report_beside(store, db, view.campaign_id);
+  const Efficiency efficiency = efficiency_of(view.settings);
+  const Economics economics = economics_of(view, efficiency);
   if (json) {
-    nlohmann::json out;
-    out["campaign_id"] = view.campaign_id;
-    out["ledger"] = db;
-    out["shipped"] = {{"recipe", shipped ? shipped->recipe : ""},
-                      {"recipe_file", recipe_path},
-                      {"baseline_file", files ? files->baseline : ""},
-                      {"diff_file", files ? files->diff : ""},
-                      {"json_file", files ? files->json : ""},
-                      {"sbatch_file", files ? files->sbatch : ""},
-                      {"user_script_file", files ? files->user_script : ""},
-                      {"change_by_hand", files ? files->by_hand : std::vector<std::string>()},
-                      {"run_id", shipped ? shipped->run_id : 0},
-                      {"is_baseline", shipped ? shipped->is_baseline : true},
-                      {"gain_fraction", shipped ? shipped->gain_fraction : 0.0},
-                      {"tokens_per_s_per_gpu", shipped ? shipped->tokens_per_sec_per_gpu : 0.0},
-                      {"evidence", shipped ? shipped->evidence : ""}};
-    out["baseline"] = {{"mean", band.mean_tokens_per_s_per_gpu},
-                       {"rsd", band.rsd_fraction},
-                       {"band_fraction", band.band_fraction},
-                       {"calibration_runs", band.band_run_ids.size()}};
-    out["gpu_hours"] = {{"tuner", budget.tuner_gpu_hours},
-                        {"checks", budget.checks_gpu_hours},
-                        {"infra", budget.infra_gpu_hours},
-                        {"reserve", budget.reserve_gpu_hours},
-                        {"budget", budget.budget_gpu_hours}};
-    out["llm"] = {{"turns", budget.llm_turns},
-                  {"input_tokens", budget.llm_input_tokens},
-                  {"output_tokens", budget.llm_output_tokens},
-                  {"cost_usd", budget.llm_cost_usd}};
-    out["launches"] = launches;
-    out["failed_launches"] = failed;
-    out["refused_proposals"] = view.ledger.refused.size();
-    std::cout << out.dump(2) << "\n";
-    return calibration_failed(view) ? fail(view.stop.stop->evidence) : kExitOk;
-  }
-  std::cout << "\n" << render_ledger_text(view) << "\n";
-  std::cout << "shipped   ";
-  if (!shipped) {
-    std::cout << "nothing\n";
-  } else if (shipped->is_baseline) {
-    std::cout << "the baseline recipe (" << shipped->evidence << ")\n";
+    write_json_output(summary_json(state, db, files, report, economics));
   } else {
-    std::cout << "run " << shipped->run_id << ": "
-              << format_fixed(shipped->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU, "
-              << format_signed_percent(shipped->gain_fraction, 2) << " over the baseline (band "
-              << format_percent(band.band_fraction, 2) << ")\n";
+    print_summary_text(state, db, files, report, economics, run_rows(view, efficiency), table);
   }
-  std::cout << "baseline  " << format_fixed(band.mean_tokens_per_s_per_gpu, 1)
-            << " tokens/s/GPU, rsd " << format_percent(band.rsd_fraction, 2) << " over "
-            << band.band_run_ids.size() << " calibration runs\n";
-  std::cout << "gpu-hours tuner " << format_fixed(budget.tuner_gpu_hours, 1) << ", checks "
-            << format_fixed(budget.checks_gpu_hours, 1) << " (reserve "
-            << format_fixed(budget.reserve_gpu_hours, 1) << "), infrastructure "
-            << format_fixed(budget.infra_gpu_hours, 1) << ", budget "
-            << format_fixed(budget.budget_gpu_hours, 1) << "\n";
-  if (budget.llm_turns > 0) {
-    std::cout << "llm       $" << format_fixed(budget.llm_cost_usd, 2) << " over "
-              << budget.llm_turns << " turns (" << budget.llm_input_tokens << " input, "
-              << budget.llm_output_tokens << " output tokens)\n";
-  }
-  std::cout << "launches  " << launches << " (" << failed << " failed), "
-            << view.ledger.refused.size() << " proposals refused\n";
-  if (files) {
-    std::cout << "recipe    " << files->script << " (runs as it stands: bash "
-              << fs::path(files->script).filename().string() << ")\n"
-              << "files     " << files->baseline << ", diff " << files->diff << ", json "
-              << files->json << "\n";
-    if (!files->sbatch.empty()) std::cout << "sbatch    " << files->sbatch << "\n";
-    if (!files->user_script.empty()) {
-      std::cout << "script    " << files->user_script << " (your script, changes applied)\n";
-    }
-    for (const std::string& note : files->by_hand) std::cout << "by hand   " << note << "\n";
-  }
-  std::cout << "ledger    " << db << " (campaign " << view.campaign_id << ")\n";
   return calibration_failed(view) ? fail(view.stop.stop->evidence) : kExitOk;
 }
 
@@ -271,6 +348,45 @@ Status drive(CampaignSession& session, const std::string& socket_path, const Age
   return ran;
 }
 
+// The first SIGINT or SIGTERM ends the campaign's loop; on the local launcher it also stops the
+// jobs in flight (SIGTERM to each job's process group, the cancellation journaled, so that the
+// resume finds them cancelled and retries them as infrastructure failures). Slurm jobs keep
+// running for the resume to reattach, and a simulated run has nothing outside this process.
+void arm_interrupt(Interrupt& interrupt, CampaignSession& session,
+                   const std::shared_ptr<std::atomic<int>>& stopped_jobs) {
+  interrupt.on_signal([&session, stopped_jobs](int signal) {
+    const std::string reason =
+        std::string("interrupted by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM");
+    auto stop = [&session, stopped_jobs, reason] {
+      if (session.launcher().name() == "local") {
+        for (const auto& [id, run] : session.state().runs) {
+          if (!run.submitted || run.finished) continue;
+          session.launcher().cancel(id, reason);
+          stopped_jobs->fetch_add(1);
+        }
+      }
+      session.scheduler().stop();
+    };
+    while (!session.scheduler().post(stop)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kPostRetryMs));
+    }
+  });
+}
+
+// What an interrupted campaign says: where it stopped and how to go on. Exit 128 + the signal.
+int interrupted(int signal, int stopped_jobs, const CampaignSession& session, const std::string& db,
+                const std::string& campaign_id) {
+  const ControlState& state = session.state();
+  std::cerr << "attune: interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+            << " at event " << state.view.last_sequence << " (" << to_string(phase_of(state))
+            << ")";
+  if (stopped_jobs > 0) std::cerr << "; " << stopped_jobs << " local jobs stopped";
+  if (state.view.settings.launcher == "slurm") std::cerr << "; Slurm jobs keep running";
+  std::cerr << "\nattune: every event so far is in the ledger; continue with:\n"
+            << "  attune campaign resume --db " << db << " --campaign " << campaign_id << "\n";
+  return 128 + signal;
+}
+
 std::string agent_log_path(const std::string& db, const std::string& campaign_id) {
   return (fs::path(db) / (campaign_id + ".agent.log")).string();
 }
@@ -310,6 +426,7 @@ namespace {
 // A new campaign from its file: everything is checked before the ledger is touched, so bad input
 // changes nothing.
 int run_campaign(const RunOptions& options) {
+  Interrupt interrupt;  // before any thread starts
   auto spec = parse_campaign_file(options.campaign_file);
   if (!spec.ok()) return fail(spec.error());
   if (options.seed) spec->seed = *options.seed;
@@ -341,7 +458,6 @@ int run_campaign(const RunOptions& options) {
   if (!learned.ok()) return fail(learned.error());
   record_paths_for_resume(options.db, opened);
   SessionOptions session_options;
-  session_options.progress = !options.json;
   session_options.slurm = slurm_options_of(spec.value());
   session_options.start_unix_ns = sim::kVirtualStartUnixNs;
   auto session = CampaignSession::build(opened, options.db, campaign_id, session_options);
@@ -366,23 +482,28 @@ int run_campaign(const RunOptions& options) {
   }
   CampaignSession& campaign = **session;
   campaign.attach(**store);
-  if (!options.json) {
-    std::cout << "campaign " << campaign_id << ": " << opened.model << " on " << opened.gpu_count
-              << " x " << opened.hardware << ", tuner " << opened.tuner << ", ledger " << options.db
-              << "\n";
-  }
+  std::cerr << wrap_words("campaign " + campaign_id + ": " + opened.model + " on " +
+                              std::to_string(opened.gpu_count) + " x " + opened.hardware +
+                              ", tuner " + opened.tuner + ", ledger " + options.db,
+                          kTerminalWidth, "  ")
+            << "\n";
+  auto stopped_jobs = std::make_shared<std::atomic<int>>(0);
+  arm_interrupt(interrupt, campaign, stopped_jobs);
   bool opened_ok = false;
   Status ran = drive(campaign, socket_path.value(), options.agent,
-                     agent_log_path(options.db, campaign_id), options.json, [&] {
+                     agent_log_path(options.db, campaign_id), false, [&] {
                        Status status = campaign.open(opened);
                        opened_ok = status.ok();
                        return status;
                      });
   if (!opened_ok) return fail(ran.error());
+  if (interrupt.signal() != 0) {
+    return interrupted(interrupt.signal(), *stopped_jobs, campaign, options.db, campaign_id);
+  }
   if (!ran.ok()) return fail("campaign " + campaign_id + ": " + ran.error());
   Status finished = campaign.finish();
   if (!finished.ok()) return fail("campaign " + campaign_id + ": " + finished.error());
-  return print_summary(campaign.state(), options.db, options.json);
+  return print_summary(campaign.state(), **store, options.db, options.json, options.table);
 }
 
 // The CampaignOpened event of a campaign in the ledger, and when its last event was recorded.
@@ -409,6 +530,7 @@ Result<RecordedCampaign> recorded_campaign(const EventStore& store, const std::s
 }
 
 int resume_campaign(const ResumeOptions& options) {
+  Interrupt interrupt;  // before any thread starts
   std::error_code ec;
   if (!fs::exists(fs::path(options.db) / "CURRENT", ec)) return fail("no ledger in " + options.db);
   auto store = open_ledger_for_writing(options.db);
@@ -429,7 +551,6 @@ int resume_campaign(const ResumeOptions& options) {
   }
   const CampaignOpened& opened = recorded->opened;
   SessionOptions session_options;
-  session_options.progress = !options.json;
   session_options.start_unix_ns = recorded->last_recorded_at_unix_ns;
   if (opened.launcher == "slurm") {
     auto loaded = load_slurm_options(slurm_options_path(options.db, options.campaign));
@@ -445,23 +566,28 @@ int resume_campaign(const ResumeOptions& options) {
   if (!session.ok()) return fail(session.error());
   CampaignSession& campaign = **session;
   campaign.attach(**store);
+  auto stopped_jobs = std::make_shared<std::atomic<int>>(0);
+  arm_interrupt(interrupt, campaign, stopped_jobs);
   bool resumed_ok = false;
   Status ran = drive(campaign, socket_path.value(), options.agent,
-                     agent_log_path(options.db, options.campaign), options.json, [&] {
+                     agent_log_path(options.db, options.campaign), false, [&] {
                        Status resumed = campaign.resume();
                        resumed_ok = resumed.ok();
-                       if (resumed_ok && !options.json) {
-                         std::cout << "resuming campaign " << options.campaign << " at event "
+                       if (resumed_ok) {
+                         std::cerr << "resuming campaign " << options.campaign << " at event "
                                    << campaign.state().view.last_sequence << " ("
                                    << to_string(phase_of(campaign.state())) << ")\n";
                        }
                        return resumed;
                      });
   if (!resumed_ok) return fail(ran.error());
+  if (interrupt.signal() != 0) {
+    return interrupted(interrupt.signal(), *stopped_jobs, campaign, options.db, options.campaign);
+  }
   if (!ran.ok()) return fail("campaign " + options.campaign + ": " + ran.error());
   Status finished = campaign.finish();
   if (!finished.ok()) return fail("campaign " + options.campaign + ": " + finished.error());
-  return print_summary(campaign.state(), options.db, options.json);
+  return print_summary(campaign.state(), **store, options.db, options.json, options.table);
 }
 
 }  // namespace
@@ -518,7 +644,10 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
   CLI::App* run = campaign->add_subcommand(
       "run",
       "Run a campaign from a campaign file (TOML) to a shipped recipe: calibrate the baseline, "
-      "search under the budget, check the best candidates with the gate, ship");
+      "search under the budget, check the best candidates with the gate, ship. Progress (each "
+      "run submitted, started and finished, with the elapsed time and the budget's ETA) goes to "
+      "stderr; the summary, the runs and the report's path to stdout. SIGINT or SIGTERM stops "
+      "the local jobs and prints the resume command");
   run->add_option("CAMPAIGN.toml", run_options->campaign_file, "The campaign file")->required();
   run->add_option("--db", run_options->db, "Ledger folder (a RocksDB database)")
       ->capture_default_str();
@@ -529,7 +658,12 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
   run->add_option("--listen", run_options->agent.listen,
                   "unix:PATH: serve the control socket for an external tuner's agent (attune "
                   "propose, wait, status, ... with --socket PATH or ATTUNE_SOCKET)");
-  run->add_flag("--json", run_options->json, "Print the final summary as one JSON object");
+  run->add_flag("--json", run_options->json,
+                "Print the final summary as one JSON object (progress stays on stderr)");
+  run->add_flag("--wide", run_options->table.wide,
+                "The summary's run table with every column and each change whole");
+  run->add_flag("--verbose", run_options->table.verbose,
+                "The run table within 100 columns, a long change continued on the next lines");
   run->callback([&exit_code, run_options] { exit_code = run_campaign(*run_options); });
 
   auto check_file = std::make_shared<std::string>();
@@ -557,7 +691,12 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
                      "unix:PATH: the control socket, for a campaign with an external tuner");
   resume->add_option("--agent", resume_options->agent.command,
                      "For an external tuner: the agent command to start and restart");
-  resume->add_flag("--json", resume_options->json, "Print the final summary as one JSON object");
+  resume->add_flag("--json", resume_options->json,
+                   "Print the final summary as one JSON object (progress stays on stderr)");
+  resume->add_flag("--wide", resume_options->table.wide,
+                   "The summary's run table with every column and each change whole");
+  resume->add_flag("--verbose", resume_options->table.verbose,
+                   "The run table within 100 columns, a long change continued on the next lines");
   resume->callback([&exit_code, resume_options] { exit_code = resume_campaign(*resume_options); });
 }
 

@@ -61,6 +61,12 @@ std::function<std::vector<LeverRuleLearned>(const ControlState&)> rule_learner()
   };
 }
 
+std::string slurm_jobs_dir(const std::string& campaign_id) {
+  return (fs::path("slurm-jobs") / campaign_id).string();
+}
+
+}  // namespace
+
 // The policy a campaign recorded, re-read and checked against the hash recorded when it opened:
 // a policy is fixed for the whole campaign.
 Result<Policy> load_policy(const CampaignOpened& opened, const std::string& db) {
@@ -84,12 +90,6 @@ Result<Policy> load_policy(const CampaignOpened& opened, const std::string& db) 
   }
   return parse_policy(bytes.value(), path);
 }
-
-std::string slurm_jobs_dir(const std::string& campaign_id) {
-  return (fs::path("slurm-jobs") / campaign_id).string();
-}
-
-}  // namespace
 
 Status attach_learned_rules(const CampaignSpec& spec, CampaignOpened& opened) {
   if (spec.learned_rules_path == "none") return Ok{};
@@ -148,12 +148,12 @@ SlurmLauncherOptions slurm_options_of(const CampaignSpec& spec) {
   return options;
 }
 
-// One progress line on stdout. The runtime (scheduler thread) and an agent's supervisor (its
-// own thread) both print: whole lines, never interleaved.
+// One progress line on stderr (stdout keeps the summary, JSON under --json). The runtime (scheduler
+// thread) and an agent's supervisor (its own thread) both print: whole lines, never interleaved.
 void print_progress_line(const std::string& line) {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  std::cout << line << "\n" << std::flush;
+  std::cerr << line << "\n" << std::flush;
 }
 
 Result<std::unique_ptr<CampaignSession>> CampaignSession::build(const CampaignOpened& opened,

@@ -30,7 +30,7 @@
 namespace attune::cli {
 
 struct SessionOptions {
-  // One progress line per finished run and decision, on stdout; off for --json and compare.
+  // Progress lines (runs submitted, started and finished, decisions) on stderr; off for compare.
   bool progress = true;
   // Record what the campaign established as lever rules and append them to the catalog.
   bool learn = true;
@@ -94,6 +94,10 @@ class CampaignSession {
 // what the tuner read and a resumed campaign reads the same. A catalog that does not parse is an
 // error naming its line.
 Status attach_learned_rules(const CampaignSpec& spec, CampaignOpened& opened);
+// The policy a campaign recorded, re-read (relative to the ledger `db`) and checked against the
+// hash recorded when it opened: a policy is fixed for the whole campaign.
+Result<Policy> load_policy(const CampaignOpened& opened, const std::string& db);
+
 // Records the policy's path relative to the ledger and the learned-rules catalog's as an absolute
 // path, so that `campaign resume` finds both from any working folder (and the policy after the
 // ledger and the policy moved together).

@@ -1,10 +1,17 @@
 #include "tools/attune/cli.h"
 
+#include "projections/text_table.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 
 namespace attune::cli {
+
+void write_json_output(nlohmann::json out, int schema_version) {
+  if (out.is_object() && !out.contains("schema_version")) out["schema_version"] = schema_version;
+  std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
 
 int fail(const std::string& message) {
   std::string line = message;
@@ -40,8 +47,10 @@ Result<std::unique_ptr<EventStore>> open_ledger_for_writing(const std::string& d
   auto key = keyring.current(true);
   if (!key.ok()) return make_error("the ledger key: " + key.error());
   if (!existed) {
-    std::cerr << "attune: created the ledger key " << key->id << " in " << keyring.dir()
-              << " (keep it; audits verify the ledger with it)\n";
+    std::cerr << wrap_words("attune: created the ledger key " + key->id + " in " + keyring.dir() +
+                                " (keep it; audits verify the ledger with it)",
+                            kTerminalWidth, "  ")
+              << "\n";
   }
   EventStore::Options options;
   options.key = key.value();

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "events/event_store.h"
 #include "events/ledger_key.h"
 #include "events/result.h"
@@ -22,8 +24,15 @@ constexpr int kExitOk = 0;
 constexpr int kExitNo = 1;
 constexpr int kExitError = 2;
 
+// What the default terminal output fits.
+constexpr std::size_t kTerminalWidth = 100;
+
 // Prints "attune: MESSAGE" as one line on stderr and returns kExitError.
 int fail(const std::string& message);
+
+// Prints a command's --json output on stdout: an object gets "schema_version" (unless it has
+// one), invalid UTF-8 from a log or ledger is replaced, two-space indent, then a newline.
+void write_json_output(nlohmann::json out, int schema_version = 1);
 
 // The user's keyring (events/ledger_key.h) and the folder beside it where anchors are mirrored.
 Keyring user_keyring();
@@ -59,8 +68,11 @@ void add_trace_commands(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);  // compare     // trace breakdown
 // propose, profile, wait, log, stop, hook stop|pre-tool, agent install|run
 void add_agent_commands(CLI::App& app, int& exit_code);
-void add_recipe_commands(CLI::App& app, int& exit_code);  // recipe show
-void add_key_commands(CLI::App& app, int& exit_code);     // key show|rotate|export|import
+void add_recipe_commands(CLI::App& app, int& exit_code);       // recipe show
+void add_key_commands(CLI::App& app, int& exit_code);          // key show|rotate|export|import
+void add_runs_command(CLI::App& app, int& exit_code);          // runs
+void add_report_command(CLI::App& app, int& exit_code);        // report
+void add_leaderboard_commands(CLI::App& app, int& exit_code);  // leaderboard add|show
 // `attune status --socket PATH`: a live campaign's status from its control socket.
 int live_status(const std::string& socket, bool as_json);
 // Adds `check` (layer 1: the configuration check) to the `gate` subcommand.

@@ -357,7 +357,7 @@ int run_compare(const CompareOptions& options) {
                                  {"p_unrestricted", v.p_unrestricted},
                                  {"p_stratified", v.p_stratified}});
     }
-    std::cout << out.dump(2) << "\n";
+    write_json_output(std::move(out));
     return kExitOk;
   }
 

@@ -186,7 +186,7 @@ void print_json(const Policy& policy, const ConfigCheckResult& config,
                               {"refusals", refusals},
                               {"resolved", resolved_json}};
   // Recipe and log text may hold invalid UTF-8; replace it rather than fail the report.
-  std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  write_json_output(std::move(out));
 }
 
 int run_check(const CheckOptions& options) {

@@ -104,7 +104,7 @@ void print_json(const ConvergenceResult& result) {
                               {"checks", checks},
                               {"failed_checks", result.failed_checks},
                               {"reason", result.reason}};
-  std::cout << out.dump(2) << "\n";
+  write_json_output(out);
 }
 
 int run_converge(ConvergeOptions options) {

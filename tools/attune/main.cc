@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   attune::cli::add_agent_commands(app, exit_code);
   attune::cli::add_key_commands(app, exit_code);
   attune::cli::add_recipe_commands(app, exit_code);
+  attune::cli::add_runs_command(app, exit_code);
+  attune::cli::add_report_command(app, exit_code);
+  attune::cli::add_leaderboard_commands(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -184,7 +184,7 @@ void print_json(const RunReading& reading, const MegatronLog& log, const StepWin
       {"reason", reading.reason.empty() ? nullptr : nlohmann::json(reading.reason)},
       {"args", args},
   };
-  std::cout << out.dump(2) << "\n";
+  write_json_output(std::move(out));
 }
 
 void print_measurement(const Measurement& m, const ArgumentsBlock& arguments) {

@@ -259,13 +259,13 @@ int run_predict(const SimOptions& o) {
   const sim::Prediction p = sim::predict(workload.value(), recipe.value());
   if (!p.valid) {
     std::cerr << "attune: " << p.error << "\n";
-    if (o.json) std::cout << prediction_json(p).dump(2) << "\n";
+    if (o.json) write_json_output(prediction_json(p));
     return kExitNo;
   }
   if (o.json) {
     nlohmann::json out = prediction_json(p);
     out["workload"] = workload_line(workload.value());
-    std::cout << out.dump(2) << "\n";
+    write_json_output(std::move(out));
   } else {
     std::cout << workload_line(workload.value()) << "\n";
     print_prediction(p);
@@ -302,7 +302,7 @@ int run_sweep(const SimOptions& o) {
       best.push_back(std::move(e));
     }
     out["best"] = std::move(best);
-    std::cout << out.dump(2) << "\n";
+    write_json_output(std::move(out));
     return kExitOk;
   }
   std::cout << workload_line(workload.value()) << "\n";

@@ -177,7 +177,7 @@ int run_breakdown(const TraceOptions& options) {
       return fail(options.directory + ": no traced rank has a GPU operation");
     }
     if (options.json) {
-      std::cout << hta_json(report).dump(2) << "\n";
+      write_json_output(hta_json(report));
     } else {
       print_hta_text(report);
     }
@@ -202,7 +202,7 @@ int run_breakdown(const TraceOptions& options) {
     }
     out["slowest_stage"] = diagnosis->stages[diagnosis->slowest].stage;
     out["largest_cost"] = diagnosis->largest_cost;
-    std::cout << out.dump(2) << "\n";
+    write_json_output(std::move(out));
   } else {
     print_diagnosis_text(*diagnosis);
   }

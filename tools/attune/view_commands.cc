@@ -12,10 +12,14 @@
 #include "projections/campaign_view.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
+#include "tools/attune/campaign_figures.h"
 #include "tools/attune/cli.h"
 
 namespace attune::cli {
 namespace {
+
+// A line of `ledger export --format jsonl`: version 2 names throughput tokens_per_s_per_gpu.
+constexpr int kExportSchemaVersion = 2;
 
 struct ViewOptions {
   std::string db;
@@ -42,14 +46,6 @@ Result<LoadedCampaign> load(const ViewOptions& options) {
   auto campaign = pick_campaign(**store, options.campaign);
   if (!campaign.ok()) return make_error(campaign.error());
   return LoadedCampaign{std::move(store).value(), campaign.value()};
-}
-
-Result<CampaignView> fold_campaign(const EventStore& store, const std::string& campaign_id) {
-  CampaignView view = initial_view();
-  Status status =
-      store.for_each(campaign_id, [&](Envelope&& event) { evolve(view, std::move(event)); });
-  if (!status.ok()) return make_error(status.error());
-  return view;
 }
 
 int run_status(const ViewOptions& options) {
@@ -92,7 +88,9 @@ int run_status(const ViewOptions& options) {
       if (campaigns.size() > 1) std::cout << "\n";
     }
   }
-  if (options.json) std::cout << (options.campaign ? out.front() : out).dump(2) << "\n";
+  // One campaign's status as an object; several as {"campaigns": [...]}.
+  if (options.json)
+    write_json_output(options.campaign ? out.front() : nlohmann::json{{"campaigns", out}});
   return kExitOk;
 }
 
@@ -132,7 +130,7 @@ int run_replay(const ViewOptions& options) {
   if (options.json) {
     nlohmann::json out = to_json(view.value());
     out["chain"] = chain_json(chain.value());
-    std::cout << out.dump(2) << "\n";
+    write_json_output(std::move(out));
   } else {
     std::cout << render_status_text(view.value()) << "\n" << render_ledger_text(view.value());
     std::cout << "\n";
@@ -168,7 +166,7 @@ int run_audit(const ViewOptions& options) {
     out["consistent"] = consistent;
     out["verdict"] = verdict;
     out["chain"] = chain_json(chain.value());
-    std::cout << out.dump(2) << "\n";
+    write_json_output(std::move(out));
   } else {
     std::cout << "audit of campaign " << loaded->campaign_id << "\n";
     print_chain(chain.value());
@@ -231,8 +229,9 @@ int run_export(const ViewOptions& options, const std::string& format, const std:
     if (format == "csv") {
       out << event_to_csv_row(event) << "\n";
     } else {
-      out << event_to_json(event).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-          << "\n";
+      nlohmann::json line = event_to_json(event);
+      line["schema_version"] = kExportSchemaVersion;
+      out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   });
   if (!status.ok()) return fail(status.error());

@@ -1,0 +1,23 @@
+// What the commands that show a finished campaign share: its view folded from the ledger, and the
+// model FLOPs per token, GPU peak and GPU-hour price its run rows and economics need.
+#pragma once
+
+#include <string>
+
+#include "events/event.h"
+#include "events/event_store.h"
+#include "events/result.h"
+#include "projections/campaign_view.h"
+#include "projections/run_rows.h"
+
+namespace attune::cli {
+
+// Every event of the campaign folded into its view.
+Result<CampaignView> fold_campaign(const EventStore& store, const std::string& campaign_id);
+
+// The paper's MFU FLOPs per token for the campaign's model and sequence length, the dense peak of
+// its GPU at its precision, and its [cost] price. A model or GPU that no longer loads (a user's
+// file since moved) leaves its figure 0, so MFU is left out rather than guessed.
+Efficiency efficiency_of(const CampaignOpened& opened);
+
+}  // namespace attune::cli

@@ -1,0 +1,250 @@
+// `attune report`: the campaign report as HTML or Markdown (report.h), and its Markdown renderer.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "events/whole_file.h"
+#include "projections/number_format.h"
+#include "tools/attune/cli.h"
+#include "tools/attune/report.h"
+
+namespace attune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A table cell: one line, pipes escaped.
+std::string md(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+// A side of a change: "(none)" when absent, "(set)" for a bare switch.
+std::string side(bool present, const std::string& value) {
+  if (!present) return "(none)";
+  return value.empty() ? "(set)" : value;
+}
+
+std::string md_percent(const std::optional<double>& v) { return v ? format_percent(*v, 1) : "-"; }
+std::string md_usd(const std::optional<double>& v, int decimals) {
+  return v ? "$" + format_fixed(*v, decimals) : "no price given";
+}
+
+void md_summary(std::ostringstream& out, const ReportData& d) {
+  const CampaignOpened& s = d.view.settings;
+  const Economics& e = d.economics;
+  const Budget& b = d.view.budget;
+  out << "# Campaign " << d.view.campaign_id << "\n\n"
+      << "| | |\n|---|---|\n"
+      << "| workload | " << md(s.model) << " on " << s.gpu_count << " x " << md(s.hardware)
+      << ", seq " << s.seq_length << ", global batch " << s.global_batch << ", " << s.precision
+      << " |\n| tuner | " << md(s.tuner) << ", seed " << s.seed << " |\n| shipped | ";
+  if (!d.view.stop.shipped) {
+    out << "nothing yet";
+  } else if (d.view.stop.shipped->is_baseline) {
+    out << "the baseline recipe (" << md(d.view.stop.shipped->evidence) << ")";
+  } else {
+    out << "run " << d.view.stop.shipped->run_id << ": "
+        << format_fixed(d.view.stop.shipped->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU, "
+        << format_signed_percent(d.view.stop.shipped->gain_fraction, 2) << " over the baseline";
+  }
+  out << " |\n| baseline | " << format_fixed(d.view.baseline_band.mean_tokens_per_s_per_gpu, 1)
+      << " tokens/s/GPU, band " << format_percent(d.view.baseline_band.band_fraction, 2)
+      << " |\n| MFU | " << md_percent(e.baseline_mfu) << " baseline, " << md_percent(e.shipped_mfu)
+      << " shipped |\n| cost per million tokens | " << md_usd(e.baseline_usd_per_million_tokens, 3)
+      << " baseline, " << md_usd(e.shipped_usd_per_million_tokens, 3) << " shipped |\n"
+      << "| GPU-hours | tuner " << format_fixed(b.tuner_gpu_hours, 1) << ", checks "
+      << format_fixed(b.checks_gpu_hours, 1) << ", infrastructure "
+      << format_fixed(b.infra_gpu_hours, 1) << ", budget " << format_fixed(b.budget_gpu_hours, 1)
+      << " |\n| tuning cost | " << format_fixed(e.tuning_gpu_hours, 1) << " GPU-hours, "
+      << md_usd(e.tuning_usd, 0) << " |\n| payback | "
+      << (e.payback_hours ? format_fixed(*e.payback_hours, 1) + " hours of training on " +
+                                std::to_string(e.gpu_count) + " GPUs"
+                          : std::string("none: the baseline ships"))
+      << " |\n| ledger | chain " << d.chain_word << ", head `" << d.head_hash << "` |\n\n";
+}
+
+void md_chart(std::ostringstream& out, const ReportData& d) {
+  double top = 1;
+  for (const RunRow& r : d.rows) top = std::max(top, r.tokens_per_s_per_gpu.value_or(0));
+  out << "## Throughput by run\n\n```mermaid\nxychart-beta\n  title \"tokens/s/GPU by run (0: "
+         "failed)\"\n  x-axis [";
+  for (std::size_t i = 0; i < d.rows.size(); ++i) out << (i ? ", " : "") << d.rows[i].run_id;
+  out << "]\n  y-axis \"tokens/s/GPU\" 0 --> " << format_fixed(top * 1.1, 0) << "\n  bar [";
+  for (std::size_t i = 0; i < d.rows.size(); ++i) {
+    out << (i ? ", " : "") << format_fixed(d.rows[i].tokens_per_s_per_gpu.value_or(0), 1);
+  }
+  out << "]\n```\n\n";
+}
+
+void md_gate(std::ostringstream& out, const ReportData& d) {
+  out << "## The gate's evidence\n\n";
+  if (d.gate.empty()) out << "No candidate reached the gate.\n\n";
+  for (std::size_t i = 0; i < d.gate.size(); ++i) {
+    const ConvergenceChecked& g = d.gate[i];
+    out << "### Run " << g.candidate_run_id << ": layer 1 "
+        << (g.layer1_passed ? "passed" : "failed") << ", layer 2 "
+        << (g.layer2_passed ? "passed" : "failed") << "\n\n";
+    if (!g.reason.empty()) out << md(g.reason) << "\n\n";
+    if (i < d.layer1.size() && d.layer1[i].result) {
+      out << "| setting | baseline | candidate | class | verdict |\n|---|---|---|---|---|\n";
+      for (const CheckedChange& c : d.layer1[i].result->changes) {
+        out << "| " << md(c.change.name) << " | "
+            << md(side(c.change.before_present, c.change.before)) << " | "
+            << md(side(c.change.after_present, c.change.after)) << " | "
+            << to_string(c.change.objective_class) << " | " << to_string(c.verdict) << " |\n";
+      }
+      out << "\n";
+    }
+    if (!g.checks.empty()) {
+      out << "| check | measured | threshold | passed |\n|---|---:|---:|---|\n";
+      for (const ConvergenceCheck& c : g.checks) {
+        out << "| " << md(c.name) << " | " << format_fixed(c.measured, 4) << " | "
+            << format_fixed(c.threshold, 4) << " | " << (c.passed ? "yes" : "no") << " |\n";
+      }
+      out << "\n";
+    }
+    const RunId base_run = baseline_check_before(d.view, g.check_run_id);
+    const auto base = d.loss_curves.find(base_run);
+    const auto cand = d.loss_curves.find(g.check_run_id);
+    if (base != d.loss_curves.end() && cand != d.loss_curves.end()) {
+      out << "| step | baseline loss (run " << base_run << ") | candidate loss (run "
+          << g.check_run_id << ") |\n|---:|---:|---:|\n";
+      const std::size_t steps = std::max(base->second.size(), cand->second.size());
+      for (std::size_t s = 0; s < steps; ++s) {
+        out << "| " << s + 1 << " | "
+            << (s < base->second.size() ? format_fixed(base->second[s], 4) : "-") << " | "
+            << (s < cand->second.size() ? format_fixed(cand->second[s], 4) : "-") << " |\n";
+      }
+      out << "\n";
+    }
+  }
+}
+
+void md_runs(std::ostringstream& out, const ReportData& d) {
+  out << "## Runs\n\n| run | purpose | parent | change against its parent | class | tokens/s/GPU "
+         "| MFU | GPU-h | verdict | gain |\n|---:|---|---:|---|---|---:|---:|---:|---|---:|\n";
+  for (const RunRow& r : d.rows) {
+    out << "| " << r.run_id << (r.shipped ? " (shipped)" : "") << " | " << to_string(r.purpose)
+        << " | "
+        << (!r.parent        ? "-"
+            : *r.parent == 0 ? "baseline"
+                             : std::to_string(*r.parent))
+        << " | " << md(r.change) << " | " << (r.failure_class ? to_string(*r.failure_class) : "-")
+        << " | " << (r.tokens_per_s_per_gpu ? format_fixed(*r.tokens_per_s_per_gpu, 1) : "-")
+        << " | " << md_percent(r.mfu) << " | " << format_fixed(r.gpu_hours, 1) << " | "
+        << (r.verdict ? to_string(*r.verdict) : "-") << " | "
+        << (r.gain_fraction ? format_signed_percent(*r.gain_fraction, 1) : "-") << " |\n";
+  }
+  out << "\n";
+}
+
+void md_profiles(std::ostringstream& out, const ReportData& d) {
+  if (d.profiles.empty()) return;
+  out << "## Where the time goes (profiled runs)\n\n";
+  for (const auto& [run, profile] : d.profiles) {
+    out << "### Run " << run << ": largest cost " << md(profile.largest_cost)
+        << "\n\n| stage | step ms | compute ms | exposed communication ms | host-bound ms | idle "
+           "ms "
+           "|\n|---:|---:|---:|---|---:|---:|\n";
+    for (const StageBreakdown& s : profile.stages) {
+      std::string comm;
+      for (const CommTime& c : s.exposed_comm) {
+        comm += (comm.empty() ? "" : ", ") + c.kind + " " + format_fixed(c.exposed_ms, 2);
+      }
+      out << "| " << s.stage << " | " << format_fixed(s.step_ms, 2) << " | "
+          << format_fixed(s.compute_ms, 2) << " | " << md(comm.empty() ? "-" : comm) << " | "
+          << format_fixed(s.host_bound_ms, 2) << " | " << format_fixed(s.idle_ms, 2) << " |\n";
+    }
+    out << "\n";
+  }
+}
+
+struct ReportOptions {
+  std::string db;
+  std::optional<std::string> campaign;
+  std::string out;
+  std::string format;
+};
+
+int run_report(const ReportOptions& options) {
+  std::string format = options.format;
+  if (format.empty()) {
+    format = fs::path(options.out).extension() == ".md" ? "md" : "html";
+  }
+  if (format != "html" && format != "md") {
+    return fail("--format: expected html or md, found '" + format + "'");
+  }
+  auto store = open_ledger_read_only(options.db);
+  if (!store.ok()) return fail(store.error());
+  auto campaign = pick_campaign(**store, options.campaign);
+  if (!campaign.ok()) return fail(campaign.error());
+  auto data = gather_report(**store, campaign.value(), options.db);
+  if (!data.ok()) return fail(data.error());
+  const std::string text =
+      format == "html" ? render_report_html(data.value()) : render_report_md(data.value());
+  if (options.out.empty() || options.out == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  Status written = write_whole_file(options.out, text, 0644, false);
+  if (!written.ok()) return fail(written.error());
+  std::cerr << "report written to " << options.out << " (" << data->rows.size() << " runs)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string render_report_md(const ReportData& d) {
+  std::ostringstream out;
+  md_summary(out, d);
+  md_chart(out, d);
+  out << "## The shipped recipe against the baseline\n\n";
+  const auto& shipped = d.view.stop.shipped;
+  const auto row = shipped ? d.view.ledger.rows.find(shipped->run_id) : d.view.ledger.rows.end();
+  if (!shipped || shipped->is_baseline || row == d.view.ledger.rows.end()) {
+    out << "No change: the baseline recipe ships.\n\n";
+  } else {
+    out << "```diff\n";
+    for (const SettingChange& c : row->second.diff) {
+      if (c.before_present)
+        out << "- " << c.name << (c.before.empty() ? "" : " " + c.before) << "\n";
+      if (c.after_present) out << "+ " << c.name << (c.after.empty() ? "" : " " + c.after) << "\n";
+    }
+    out << "```\n\n";
+  }
+  md_gate(out, d);
+  md_profiles(out, d);
+  md_runs(out, d);
+  return out.str();
+}
+
+void add_report_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "A campaign's report from the ledger: throughput against GPU-hours (one mark per run), the "
+      "shipped diff, the gate's evidence and loss curves, stage profiles, MFU, cost and payback; "
+      "one self-contained HTML file (nothing fetched) or Markdown");
+  report->add_option("--db", options->db, "Ledger folder (a RocksDB database)")->required();
+  report->add_option("--campaign", options->campaign,
+                     "Campaign id (default: the ledger's only campaign)");
+  report->add_option("--out", options->out, "The file to write (default: standard output)");
+  report->add_option("--format", options->format,
+                     "html or md (default: md for an --out ending in .md, else html)");
+  report->callback([&exit_code, options] { exit_code = run_report(*options); });
+}
+
+}  // namespace attune::cli

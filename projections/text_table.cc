@@ -95,26 +95,30 @@ void wrap_line(const std::string& line, std::size_t width, const std::string& in
   const std::string next = current + indent;  // continuations keep the line's own indent
   bool empty = true;                          // `current` holds no word yet
   for (std::size_t start = lead; start < line.size();) {
-    std::size_t end = line.find(' ', start);
+    // The word and the spaces before it, kept as written within a line.
+    const std::size_t word_start = line.find_first_not_of(' ', start);
+    if (word_start == std::string::npos) break;
+    const std::string gap = line.substr(start, word_start - start);
+    std::size_t end = line.find(' ', word_start);
     if (end == std::string::npos) end = line.size();
-    std::string word = line.substr(start, end - start);
-    start = end + 1;
-    if (word.empty()) continue;
-    if (!empty && display_width(current) + 1 + display_width(word) > width) {
+    std::string word = line.substr(word_start, end - word_start);
+    start = end;
+    if (!empty && display_width(current) + display_width(gap) + display_width(word) > width) {
       out += current + "\n";
       current = next;
       empty = true;
     }
     while (display_width(current) + display_width(word) > width) {  // a word longer than a line
       const std::size_t used = display_width(current);
-      current += word.substr(0, prefix_bytes(word, width > used ? width - used : 1));
-      word = word.substr(prefix_bytes(word, width > used ? width - used : 1));
+      const std::size_t fits = prefix_bytes(word, width > used ? width - used : 1);
+      current += word.substr(0, fits);
+      word = word.substr(fits);
       out += current + "\n";
       current = next;
       empty = true;
     }
     if (word.empty()) continue;
-    if (!empty) current += ' ';
+    if (!empty) current += gap;
     current += word;
     empty = false;
   }

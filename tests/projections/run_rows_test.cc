@@ -202,6 +202,9 @@ TEST(WrapWords, EveryLineFitsAndNoWordIsLost) {
   EXPECT_EQ(rejoined, text);
   EXPECT_EQ(wrap_words("short", 40, "  "), "short");
   EXPECT_EQ(wrap_words("a\nb", 40, "  "), "a\nb");
+  // Spaces within a line are kept as written; a break drops them.
+  EXPECT_EQ(wrap_words("recipe    " + std::string(20, 'r') + "  and more", 32, "          "),
+            "recipe    " + std::string(20, 'r') + "\n          and more");
   // A word longer than a line is cut, not lost.
   const std::string long_word(95, 'x');
   const std::string cut = wrap_words(long_word, 40, "  ");

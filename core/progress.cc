@@ -37,10 +37,12 @@ std::string time_text(const ControlState& state, const Envelope& event) {
   if (!first || event.recorded_at_unix_ns < *first) return "";
   const double hours = static_cast<double>(event.recorded_at_unix_ns - *first) / 3.6e12;
   std::string text = "elapsed " + clock_text(hours);
+  // The tuner's budget left (in flight included: it is being spent) at the tuner's pace so far;
+  // checks draw on the reserve and are not part of either.
   const Budget& budget = state.view.budget;
-  const double spent = budget.tuner_gpu_hours + budget.checks_gpu_hours;
-  if (hours > 0 && spent > 0 && budget.budget_gpu_hours > 0) {
-    text += ", budget ETA " + clock_text(budget.remaining_gpu_hours / (spent / hours));
+  if (hours > 0 && budget.tuner_gpu_hours > 0 && budget.budget_gpu_hours > 0) {
+    const double left = budget.remaining_gpu_hours + budget.in_flight_gpu_hours;
+    text += ", budget ETA " + clock_text(left / (budget.tuner_gpu_hours / hours));
   }
   if (state.view.settings.launcher == "sim") text += " (virtual)";
   return text;
@@ -123,6 +125,13 @@ std::vector<std::string> progress_lines(const ControlState& state, const Envelop
                  "started on " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes")));
   } else if (const auto* verdict = std::get_if<VerdictRecorded>(&event.body)) {
     lines.push_back(run_line(state, verdict->run_id, event));
+  } else if (const auto* measured = std::get_if<RunMeasured>(&event.body)) {
+    // Search and retry runs get their line with their verdict, calibration runs with theirs;
+    // a gate check run is never judged.
+    const RunState* run = state.run(measured->run_id);
+    if (run && run->purpose == RunPurpose::kCheck) {
+      lines.push_back(run_line(state, measured->run_id, event));
+    }
   } else if (const auto* failed = std::get_if<RunFailed>(&event.body)) {
     // Search runs get their line with their verdict.
     const RunState* run = state.run(failed->run_id);

@@ -105,7 +105,10 @@ Result<std::unique_ptr<LeaderboardStore>> LeaderboardStore::open(const std::stri
 Status LeaderboardStore::put(const LeaderboardEntry& entry) {
   rocksdb::WriteOptions options;
   options.sync = true;
-  const std::string key = std::string(kEntryPrefix) + entry.campaign_id;
+  // One entry per campaign and ledger state: the same campaign file run into another ledger is
+  // another entry; adding an unchanged ledger again replaces its own.
+  const std::string key =
+      std::string(kEntryPrefix) + entry.campaign_id + "/" + entry.ledger_head_hash;
   const rocksdb::Status status = impl_->db->Put(options, key, entry_json(entry).dump());
   if (!status.ok()) {
     return make_error("cannot write to the leaderboard " + impl_->dir + ": " + status.ToString());

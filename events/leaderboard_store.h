@@ -1,8 +1,8 @@
 // The leaderboard's store: every recipe admitted to TrainingThroughputBench, in a RocksDB
 // database of its own (not a campaign ledger).
 //
-// Owns the entry vocabulary and its storage. One entry per campaign (adding a campaign again
-// replaces its entry), each written with a sync, read back in campaign-id order. Which entry leads
+// Owns the entry vocabulary and its storage. One entry per campaign and ledger head (adding the
+// same ledger again replaces its entry), each written with a sync, read back in campaign-id order. Which entry leads
 // its model x accelerator x GPU count x workload is the projection's business
 // (projections/leaderboard.h); what may be admitted is the command's. Thread-safe.
 #pragma once
@@ -56,7 +56,7 @@ class LeaderboardStore {
   LeaderboardStore(const LeaderboardStore&) = delete;
   LeaderboardStore& operator=(const LeaderboardStore&) = delete;
 
-  // Writes the entry under its campaign id (replacing an earlier one), synced.
+  // Writes the entry under its campaign id and ledger head (replacing the same one), synced.
   Status put(const LeaderboardEntry& entry);
   // Every entry, in campaign-id order. An entry that does not decode is an error naming it.
   Result<std::vector<LeaderboardEntry>> all() const;

@@ -8,10 +8,11 @@ namespace attune {
 namespace {
 
 using Key = std::tuple<std::string, std::string, std::uint32_t, std::uint32_t, std::uint32_t,
-                       std::string, std::string>;
+                       std::string, std::string, std::string>;
 
 Key key_of(const LeaderboardEntry& e) {
-  return {e.model, e.hardware, e.gpu_count, e.seq_length, e.global_batch, e.precision, e.data};
+  return {e.model,        e.hardware,  e.gpu_count, e.seq_length,
+          e.global_batch, e.precision, e.data,      e.launcher};
 }
 
 bool leads(const LeaderboardEntry& a, const LeaderboardEntry& b) {

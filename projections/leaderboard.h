@@ -1,5 +1,7 @@
 // Leaderboard: the fastest admitted recipe for each model x accelerator x GPU count x workload
-// (TrainingThroughputBench), folded from the leaderboard store's entries.
+// (TrainingThroughputBench), folded from the leaderboard store's entries. Where the figures come
+// from (the launcher: the simulated cluster, local processes or Slurm) is part of the key, so a
+// simulated throughput never outranks a measured one.
 //
 // Owns the ranking rule: within a key, the highest tokens/s/GPU leads; a tie goes to the entry
 // added first, then the smaller campaign id. Rows come out sorted by model, accelerator, GPU count

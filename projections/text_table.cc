@@ -91,9 +91,16 @@ void wrap_line(const std::string& line, std::size_t width, const std::string& in
     return;
   }
   const std::size_t lead = line.find_first_not_of(' ');
+  if (lead == std::string::npos) {  // only spaces: an empty line
+    out += "\n";
+    return;
+  }
   std::string current = line.substr(0, lead);
-  const std::string next = current + indent;  // continuations keep the line's own indent
-  bool empty = true;                          // `current` holds no word yet
+  if (display_width(current) >= width) current = indent;  // an indent wider than the line
+  // Continuations keep the line's own indent, as far as the width leaves room for a word.
+  std::string next = current + indent;
+  if (display_width(next) >= width) next = indent;
+  bool empty = true;  // `current` holds no word yet
   for (std::size_t start = lead; start < line.size();) {
     // The word and the spaces before it, kept as written within a line.
     const std::size_t word_start = line.find_first_not_of(' ', start);
@@ -108,7 +115,7 @@ void wrap_line(const std::string& line, std::size_t width, const std::string& in
       current = next;
       empty = true;
     }
-    while (display_width(current) + display_width(word) > width) {  // a word longer than a line
+    while (!word.empty() && display_width(current) + display_width(word) > width) {  // too long
       const std::size_t used = display_width(current);
       const std::size_t fits = prefix_bytes(word, width > used ? width - used : 1);
       current += word.substr(0, fits);

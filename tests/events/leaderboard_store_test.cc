@@ -66,7 +66,7 @@ TEST_F(LeaderboardStoreTest, EntriesComeBackWholeAndAgainAfterReopening) {
   EXPECT_EQ((*all)[1], sample("b-campaign", 1200.5));
 }
 
-TEST_F(LeaderboardStoreTest, AddingACampaignAgainReplacesItsEntry) {
+TEST_F(LeaderboardStoreTest, AddingTheSameLedgerAgainReplacesItsEntryAndAnotherLedgerAdds) {
   auto store = LeaderboardStore::open(dir_.string(), false);
   ASSERT_TRUE(store.ok()) << store.error();
   ASSERT_TRUE((*store)->put(sample("c", 1000.0)).ok());
@@ -75,6 +75,10 @@ TEST_F(LeaderboardStoreTest, AddingACampaignAgainReplacesItsEntry) {
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ(all->front().tokens_per_s_per_gpu, 1300.0);
+  LeaderboardEntry other = sample("c", 900.0);
+  other.ledger_head_hash = std::string(64, 'c');
+  ASSERT_TRUE((*store)->put(other).ok());
+  EXPECT_EQ((*store)->all()->size(), 2u);
 }
 
 TEST_F(LeaderboardStoreTest, ReadingAMissingBoardSaysHowToMakeOne) {

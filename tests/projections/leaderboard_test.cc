@@ -35,12 +35,17 @@ TEST(Leaderboard, TheFastestEntryLeadsItsKey) {
   EXPECT_EQ(rows[1].entries, 1u);
 }
 
-TEST(Leaderboard, AnotherGpuCountOrWorkloadIsAnotherKey) {
+TEST(Leaderboard, AnotherGpuCountWorkloadOrLauncherIsAnotherKey) {
   std::vector<LeaderboardEntry> entries = {entry("glm-4.5", "a", 1000.0, 1),
                                            entry("glm-4.5", "b", 1200.0, 2, 64)};
   entries.push_back(entry("glm-4.5", "c", 1300.0, 3));
   entries.back().seq_length = 8192;
   EXPECT_EQ(leaderboard(entries).size(), 3u);
+  // A simulated figure and a measured one never compete.
+  entries.push_back(entry("glm-4.5", "d", 5000.0, 4));
+  entries.back().launcher = "sim";
+  const auto rows = leaderboard(entries);
+  EXPECT_EQ(rows.size(), 4u);
 }
 
 TEST(Leaderboard, ATieGoesToTheEntryAddedFirstWhateverTheOrder) {

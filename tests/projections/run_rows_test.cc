@@ -214,6 +214,21 @@ TEST(WrapWords, EveryLineFitsAndNoWordIsLost) {
   EXPECT_EQ(letters, long_word);
 }
 
+TEST(WrapWords, CountsCodePointsAndSurvivesIndentsWiderThanTheLine) {
+  // Arrows are three bytes and one column.
+  std::string arrows;
+  for (int i = 0; i < 30; ++i) arrows += "tp 2" + kArrow + "1 ";
+  const std::string wrapped = wrap_words(arrows, 20, "  ");
+  EXPECT_LE(widest_line(wrapped), 20u) << wrapped;
+  EXPECT_GT(wrapped.find("\n  tp"), 0u);
+  // A line indented past the width still ends (its words move under the indent).
+  const std::string deep = std::string(30, ' ') + "word " + std::string(30, 'w');
+  const std::string out = wrap_words(deep, 20, "  ");
+  EXPECT_LE(widest_line(out), 20u) << out;
+  EXPECT_NE(out.find("word"), std::string::npos);
+  EXPECT_EQ(wrap_words(std::string(30, ' '), 20, "  "), "");
+}
+
 TEST(CutToWidth, CountsCodePointsAndEndsWithAnEllipsis) {
   EXPECT_EQ(cut_to_width("tp 2" + kArrow + "1", 6), "tp 2" + kArrow + "1");
   EXPECT_EQ(cut_to_width("tp 2" + kArrow + "1; pp", 6), "tp 2" + kArrow + "…");

@@ -17,6 +17,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <variant>
 
 #include "adapters/agent/control_plane.h"
 #include "adapters/agent/control_socket.h"
@@ -253,6 +254,8 @@ int print_summary(const ControlState& state, const EventStore& store, const std:
 
 // How long a supervisor's give-up waits for room in the scheduler's queue before trying again.
 constexpr int kPostRetryMs = 10;
+// How many times an interrupt tries to reach a busy scheduler (5 s) before it gives up.
+constexpr int kInterruptPostTries = 500;
 // How often a supervisor's stop, given up during calibration, looks again.
 constexpr std::int64_t kGiveUpRetryNs = 1'000'000'000;
 
@@ -367,7 +370,8 @@ void arm_interrupt(Interrupt& interrupt, CampaignSession& session,
       }
       session.scheduler().stop();
     };
-    while (!session.scheduler().post(stop)) {
+    // The scheduler's queue of posted callbacks is bounded; wait for room, a while.
+    for (int tries = 0; tries < kInterruptPostTries && !session.scheduler().post(stop); ++tries) {
       std::this_thread::sleep_for(std::chrono::milliseconds(kPostRetryMs));
     }
   });
@@ -423,10 +427,10 @@ Result<ControlState> run_campaign_quietly(const CampaignSpec& spec, const std::s
 
 namespace {
 
-// A new campaign from its file: everything is checked before the ledger is touched, so bad input
-// changes nothing.
-int run_campaign(const RunOptions& options) {
-  Interrupt interrupt;  // before any thread starts
+// The campaign file read with the command line's overrides, its baseline script resolved, the
+// preflight and the policy passed; or the exit code of a refusal whose lines are printed. Nothing
+// is touched before this passes, so bad input changes nothing.
+std::variant<CampaignSpec, int> checked_spec(const RunOptions& options) {
   auto spec = parse_campaign_file(options.campaign_file);
   if (!spec.ok()) return fail(spec.error());
   if (options.seed) spec->seed = *options.seed;
@@ -446,19 +450,28 @@ int run_campaign(const RunOptions& options) {
     }
     return kExitError;
   }
-  auto socket_path = listen_path(spec->tuner, options.agent);
-  if (!socket_path.ok()) return fail(socket_path.error());
   if (!spec->policy_bytes.empty()) {
     auto policy = parse_policy(spec->policy_bytes, spec->policy_path);
     if (!policy.ok()) return fail(policy.error());
   }
-  const std::string campaign_id = campaign_id_for(spec.value());
-  CampaignOpened opened = campaign_opened(spec.value());
-  Status learned = attach_learned_rules(spec.value(), opened);
+  return std::move(spec).value();
+}
+
+// A new campaign from its file.
+int run_campaign(const RunOptions& options) {
+  Interrupt interrupt;
+  auto checked = checked_spec(options);
+  if (const int* refused = std::get_if<int>(&checked)) return *refused;
+  CampaignSpec& spec = std::get<CampaignSpec>(checked);
+  auto socket_path = listen_path(spec.tuner, options.agent);
+  if (!socket_path.ok()) return fail(socket_path.error());
+  const std::string campaign_id = campaign_id_for(spec);
+  CampaignOpened opened = campaign_opened(spec);
+  Status learned = attach_learned_rules(spec, opened);
   if (!learned.ok()) return fail(learned.error());
   record_paths_for_resume(options.db, opened);
   SessionOptions session_options;
-  session_options.slurm = slurm_options_of(spec.value());
+  session_options.slurm = slurm_options_of(spec);
   session_options.start_unix_ns = sim::kVirtualStartUnixNs;
   auto session = CampaignSession::build(opened, options.db, campaign_id, session_options);
   if (!session.ok()) return fail(options.campaign_file + ": " + session.error());
@@ -476,7 +489,7 @@ int run_campaign(const RunOptions& options) {
         save_slurm_options(slurm_options_path(options.db, campaign_id), *session_options.slurm);
     if (!saved.ok()) return fail(saved.error());
   }
-  if (Status shape = save_baseline_shape(options.db, campaign_id, spec->baseline_shape);
+  if (Status shape = save_baseline_shape(options.db, campaign_id, spec.baseline_shape);
       !shape.ok()) {
     return fail(shape.error());
   }
@@ -496,6 +509,7 @@ int run_campaign(const RunOptions& options) {
                        opened_ok = status.ok();
                        return status;
                      });
+  interrupt.disarm();
   if (!opened_ok) return fail(ran.error());
   if (interrupt.signal() != 0) {
     return interrupted(interrupt.signal(), *stopped_jobs, campaign, options.db, campaign_id);
@@ -530,7 +544,7 @@ Result<RecordedCampaign> recorded_campaign(const EventStore& store, const std::s
 }
 
 int resume_campaign(const ResumeOptions& options) {
-  Interrupt interrupt;  // before any thread starts
+  Interrupt interrupt;
   std::error_code ec;
   if (!fs::exists(fs::path(options.db) / "CURRENT", ec)) return fail("no ledger in " + options.db);
   auto store = open_ledger_for_writing(options.db);
@@ -580,6 +594,7 @@ int resume_campaign(const ResumeOptions& options) {
                        }
                        return resumed;
                      });
+  interrupt.disarm();
   if (!resumed_ok) return fail(ran.error());
   if (interrupt.signal() != 0) {
     return interrupted(interrupt.signal(), *stopped_jobs, campaign, options.db, options.campaign);
@@ -614,14 +629,12 @@ int check_campaign(const std::string& file, bool json) {
   PreflightReport report = preflight(spec.value());
   for (const std::string& warning : warnings) report.notes.push_back("warning   " + warning);
   if (json) {
-    std::cout << nlohmann::json{{"schema_version", 1},
-                                {"campaign_file", file},
-                                {"ready", report.problems.empty()},
-                                {"problems", report.problems},
-                                {"notes", report.notes},
-                                {"batch_script", report.batch_script}}
-                     .dump(2)
-              << "\n";
+    write_json_output({{"schema_version", 1},
+                       {"campaign_file", file},
+                       {"ready", report.problems.empty()},
+                       {"problems", report.problems},
+                       {"notes", report.notes},
+                       {"batch_script", report.batch_script}});
     return report.problems.empty() ? kExitOk : kExitNo;
   }
   for (const std::string& problem : report.problems) {

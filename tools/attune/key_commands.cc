@@ -19,12 +19,10 @@ int show_key(bool json) {
   auto key = keyring.current(false);
   if (!key.ok()) return fail(key.error());
   if (json) {
-    std::cout << nlohmann::json{{"schema_version", 1},
-                                {"key_id", key->id},
-                                {"keyring", keyring.dir()},
-                                {"anchor_mirror", anchor_mirror_root()}}
-                     .dump(2)
-              << "\n";
+    write_json_output({{"schema_version", 1},
+                       {"key_id", key->id},
+                       {"keyring", keyring.dir()},
+                       {"anchor_mirror", anchor_mirror_root()}});
   } else {
     std::cout << "current key " << key->id << " in " << keyring.dir() << "\n"
               << "anchors mirrored under " << anchor_mirror_root() << "\n";

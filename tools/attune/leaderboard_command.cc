@@ -20,6 +20,7 @@
 #include "tools/attune/campaign_session.h"
 #include "tools/attune/cli.h"
 #include "tools/attune/report.h"
+#include "tools/attune/report_parts.h"
 
 namespace attune::cli {
 namespace {
@@ -150,13 +151,12 @@ int run_add(const AddOptions& options) {
   Status put = (*leaderboard_store)->put(entry);
   if (!put.ok()) return fail(put.error());
   if (options.json) {
-    std::cout << nlohmann::json{{"schema_version", kLeaderboardSchemaVersion},
-                                {"admitted", true},
-                                {"campaign_id", entry.campaign_id},
-                                {"board", board},
-                                {"tokens_per_s_per_gpu", entry.tokens_per_s_per_gpu}}
-                     .dump(2)
-              << "\n";
+    write_json_output({{"schema_version", kLeaderboardSchemaVersion},
+                       {"admitted", true},
+                       {"campaign_id", entry.campaign_id},
+                       {"board", board},
+                       {"tokens_per_s_per_gpu", entry.tokens_per_s_per_gpu},
+                       {"gate_verdicts", entry.gate_verdicts}});
   } else {
     std::cout << "admitted  " << entry.model << " on " << entry.gpu_count << " x " << entry.hardware
               << ": " << format_fixed(entry.tokens_per_s_per_gpu, 1) << " tokens/s/GPU ("
@@ -165,16 +165,6 @@ int run_add(const AddOptions& options) {
   }
   return kExitOk;
 }
-
-// Declared in leaderboard_render.cc.
-}  // namespace
-
-std::string render_leaderboard_text(const std::vector<LeaderboardRow>& rows);
-std::string render_leaderboard_md(const std::vector<LeaderboardRow>& rows);
-std::string render_leaderboard_html(const std::vector<LeaderboardRow>& rows);
-nlohmann::json leaderboard_json(const std::vector<LeaderboardRow>& rows);
-
-namespace {
 
 struct ShowOptions {
   std::string board;

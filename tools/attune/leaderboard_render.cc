@@ -7,20 +7,39 @@
 #include "projections/leaderboard.h"
 #include "projections/number_format.h"
 #include "projections/text_table.h"
+#include "tools/attune/report_parts.h"
 
 namespace attune::cli {
-
-std::string html_escape(std::string_view text);
 
 namespace {
 
 std::string mfu_text(double mfu) { return mfu > 0 ? format_percent(mfu, 1) : "-"; }
 std::string usd_text(double usd) { return usd > 0 ? "$" + format_fixed(usd, 3) : "-"; }
 
-std::string md_cell(std::string text) {
+// A Markdown table cell: one line, pipes escaped, <, > and & as entities.
+std::string md_cell(const std::string& text) {
   std::string out;
-  for (char c : text)
-    out += c == '|' ? std::string("\\|") : c == '\n' ? std::string(" ") : std::string(1, c);
+  for (char c : text) {
+    switch (c) {
+      case '|':
+        out += "\\|";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\n':
+        out += ' ';
+        break;
+      default:
+        out += c;
+    }
+  }
   return out;
 }
 
@@ -29,6 +48,7 @@ std::string md_cell(std::string text) {
 std::string render_leaderboard_text(const std::vector<LeaderboardRow>& rows) {
   if (rows.empty()) return "the leaderboard is empty (attune leaderboard add admits a campaign)\n";
   TextTable table({{"model"},
+                   {"on"},
                    {"GPU"},
                    {"GPUs", Align::kRight},
                    {"seq", Align::kRight},
@@ -40,10 +60,11 @@ std::string render_leaderboard_text(const std::vector<LeaderboardRow>& rows) {
                    {"ledger head"}});
   for (const LeaderboardRow& row : rows) {
     const LeaderboardEntry& e = row.best;
-    table.add_row({e.model, e.hardware, std::to_string(e.gpu_count), std::to_string(e.seq_length),
-                   std::to_string(e.global_batch), format_fixed(e.tokens_per_s_per_gpu, 1),
-                   mfu_text(e.mfu), usd_text(e.usd_per_million_tokens),
-                   format_signed_percent(e.gain_fraction, 1), e.ledger_head_hash.substr(0, 12)});
+    table.add_row({e.model, e.launcher, e.hardware, std::to_string(e.gpu_count),
+                   std::to_string(e.seq_length), std::to_string(e.global_batch),
+                   format_fixed(e.tokens_per_s_per_gpu, 1), mfu_text(e.mfu),
+                   usd_text(e.usd_per_million_tokens), format_signed_percent(e.gain_fraction, 1),
+                   e.ledger_head_hash.substr(0, 12)});
   }
   return table.render();
 }
@@ -53,16 +74,16 @@ std::string render_leaderboard_md(const std::vector<LeaderboardRow>& rows) {
   out << "# TrainingThroughputBench\n\nThe fastest recipe that passed the correctness gate for "
          "each "
          "model, accelerator, GPU count and workload.\n\n";
-  out << "| model | accelerator | GPUs | workload | tokens/s/GPU | MFU | $ per million tokens | "
-         "gain over its baseline | campaign | ledger head |\n"
-         "|---|---|---:|---|---:|---:|---:|---:|---|---|\n";
+  out << "| model | accelerator | GPUs | workload | measured on | tokens/s/GPU | MFU | "
+         "$ per million tokens | gain over its baseline | campaign | ledger head |\n"
+         "|---|---|---:|---|---|---:|---:|---:|---:|---|---|\n";
   for (const LeaderboardRow& row : rows) {
     const LeaderboardEntry& e = row.best;
     out << "| " << md_cell(e.model) << " | " << md_cell(e.hardware) << " | " << e.gpu_count << " | "
-        << md_cell(workload_text(e)) << " | " << format_fixed(e.tokens_per_s_per_gpu, 1) << " | "
-        << mfu_text(e.mfu) << " | " << usd_text(e.usd_per_million_tokens) << " | "
-        << format_signed_percent(e.gain_fraction, 1) << " | " << md_cell(e.campaign_id) << " | `"
-        << e.ledger_head_hash.substr(0, 16) << "` |\n";
+        << md_cell(workload_text(e)) << " | " << md_cell(e.launcher) << " | "
+        << format_fixed(e.tokens_per_s_per_gpu, 1) << " | " << mfu_text(e.mfu) << " | "
+        << usd_text(e.usd_per_million_tokens) << " | " << format_signed_percent(e.gain_fraction, 1)
+        << " | " << md_cell(e.campaign_id) << " | `" << e.ledger_head_hash.substr(0, 16) << "` |\n";
   }
   for (const LeaderboardRow& row : rows) {
     const LeaderboardEntry& e = row.best;
@@ -71,7 +92,10 @@ std::string render_leaderboard_md(const std::vector<LeaderboardRow>& rows) {
         << "against " << e.framework << "\n- campaign " << e.campaign_id << ", ledger "
         << e.ledger_path << ", head `" << e.ledger_head_hash << "`\n";
     for (const std::string& verdict : e.gate_verdicts) out << "- gate: " << verdict << "\n";
-    out << "\n```sh\n" << e.recipe << (e.recipe.ends_with('\n') ? "" : "\n") << "```\n";
+    const std::string fence = markdown_fence_for(e.recipe);
+    out << "\n"
+        << fence << "sh\n"
+        << e.recipe << (e.recipe.ends_with('\n') ? "" : "\n") << fence << "\n";
   }
   return out.str();
 }

@@ -11,25 +11,54 @@
 #include "projections/number_format.h"
 #include "tools/attune/cli.h"
 #include "tools/attune/report.h"
+#include "tools/attune/report_parts.h"
 
 namespace attune::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A table cell: one line, pipes escaped.
-std::string md(std::string text) {
+// A table cell: one line; pipes escaped, and <, > and & as entities so that no renderer reads
+// a ledger string as HTML.
+std::string md(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
+    switch (c) {
+      case '|':
+        out += "\\|";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\n':
+      case '\r':
+        out += ' ';
+        break;
+      default:
+        out += c;
+    }
   }
   return out;
 }
+
+}  // namespace
+
+std::string markdown_fence_for(const std::string& text) {
+  std::size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::string(std::max<std::size_t>(3, longest + 1), '`');
+}
+
+namespace {
 
 // A side of a change: "(none)" when absent, "(set)" for a bare switch.
 std::string side(bool present, const std::string& value) {
@@ -50,7 +79,8 @@ void md_summary(std::ostringstream& out, const ReportData& d) {
       << "| | |\n|---|---|\n"
       << "| workload | " << md(s.model) << " on " << s.gpu_count << " x " << md(s.hardware)
       << ", seq " << s.seq_length << ", global batch " << s.global_batch << ", " << s.precision
-      << " |\n| tuner | " << md(s.tuner) << ", seed " << s.seed << " |\n| shipped | ";
+      << (s.data.empty() ? "" : ", " + md(s.data)) << " |\n| tuner | " << md(s.tuner) << ", seed "
+      << s.seed << " |\n| shipped | ";
   if (!d.view.stop.shipped) {
     out << "nothing yet";
   } else if (d.view.stop.shipped->is_baseline) {
@@ -79,14 +109,44 @@ void md_summary(std::ostringstream& out, const ReportData& d) {
 void md_chart(std::ostringstream& out, const ReportData& d) {
   double top = 1;
   for (const RunRow& r : d.rows) top = std::max(top, r.tokens_per_s_per_gpu.value_or(0));
-  out << "## Throughput by run\n\n```mermaid\nxychart-beta\n  title \"tokens/s/GPU by run (0: "
-         "failed)\"\n  x-axis [";
+  out << "## Throughput by run\n\n```mermaid\nxychart-beta\n  title \"tokens/s/GPU by run\"\n"
+         "  x-axis [";
   for (std::size_t i = 0; i < d.rows.size(); ++i) out << (i ? ", " : "") << d.rows[i].run_id;
   out << "]\n  y-axis \"tokens/s/GPU\" 0 --> " << format_fixed(top * 1.1, 0) << "\n  bar [";
   for (std::size_t i = 0; i < d.rows.size(); ++i) {
     out << (i ? ", " : "") << format_fixed(d.rows[i].tokens_per_s_per_gpu.value_or(0), 1);
   }
-  out << "]\n```\n\n";
+  // The leader after each run: the baseline mean until a run clears the band.
+  out << "]\n  line [";
+  double leader = d.view.baseline_band.mean_tokens_per_s_per_gpu;
+  for (std::size_t i = 0; i < d.rows.size(); ++i) {
+    if (d.rows[i].verdict == Verdict::kNewLeader) leader = *d.rows[i].tokens_per_s_per_gpu;
+    out << (i ? ", " : "") << format_fixed(leader, 1);
+  }
+  out << "]\n```\n\nBars: each run's tokens/s/GPU (0: failed). Line: the leader. A run leads "
+         "when it beats the leader by more than the band, "
+      << format_percent(d.view.baseline_band.band_fraction, 2) << " of the baseline mean ("
+      << format_fixed(d.view.baseline_band.mean_tokens_per_s_per_gpu, 1)
+      << "). The runs table gives each run's GPU-hours so far.\n\n";
+}
+
+void md_layer1(std::ostringstream& out, const Layer1Table& table) {
+  if (!table.result) {
+    out << "Layer 1 cannot be shown again: " << md(table.note) << "\n\n";
+    return;
+  }
+  out << "| setting | baseline | candidate | class | verdict | rule |\n|---|---|---|---|---|---|\n";
+  for (const CheckedChange& c : table.result->changes) {
+    out << "| " << md(c.change.name) << " | " << md(side(c.change.before_present, c.change.before))
+        << " | " << md(side(c.change.after_present, c.change.after)) << " | "
+        << to_string(c.change.objective_class) << " | " << to_string(c.verdict) << " | "
+        << to_string(c.rule) << " |\n";
+  }
+  out << "\n";
+  for (const ConfigRefusal& refusal : table.result->refusals) {
+    out << "- refused: " << md(refusal.message) << "\n";
+  }
+  if (!table.result->refusals.empty()) out << "\n";
 }
 
 void md_gate(std::ostringstream& out, const ReportData& d) {
@@ -98,16 +158,7 @@ void md_gate(std::ostringstream& out, const ReportData& d) {
         << (g.layer1_passed ? "passed" : "failed") << ", layer 2 "
         << (g.layer2_passed ? "passed" : "failed") << "\n\n";
     if (!g.reason.empty()) out << md(g.reason) << "\n\n";
-    if (i < d.layer1.size() && d.layer1[i].result) {
-      out << "| setting | baseline | candidate | class | verdict |\n|---|---|---|---|---|\n";
-      for (const CheckedChange& c : d.layer1[i].result->changes) {
-        out << "| " << md(c.change.name) << " | "
-            << md(side(c.change.before_present, c.change.before)) << " | "
-            << md(side(c.change.after_present, c.change.after)) << " | "
-            << to_string(c.change.objective_class) << " | " << to_string(c.verdict) << " |\n";
-      }
-      out << "\n";
-    }
+    if (i < d.layer1.size()) md_layer1(out, d.layer1[i]);
     if (!g.checks.empty()) {
       out << "| check | measured | threshold | passed |\n|---|---:|---:|---|\n";
       for (const ConvergenceCheck& c : g.checks) {
@@ -135,16 +186,20 @@ void md_gate(std::ostringstream& out, const ReportData& d) {
 
 void md_runs(std::ostringstream& out, const ReportData& d) {
   out << "## Runs\n\n| run | purpose | parent | change against its parent | class | tokens/s/GPU "
-         "| MFU | GPU-h | verdict | gain |\n|---:|---|---:|---|---|---:|---:|---:|---|---:|\n";
+         "| TFLOP/s/GPU | MFU | GPU-h | GPU-h so far | verdict | gain |\n"
+         "|---:|---|---:|---|---|---:|---:|---:|---:|---:|---|---:|\n";
+  auto fixed = [](const std::optional<double>& v) { return v ? format_fixed(*v, 1) : "-"; };
   for (const RunRow& r : d.rows) {
+    const auto so_far = d.cumulative_gpu_hours.find(r.run_id);
     out << "| " << r.run_id << (r.shipped ? " (shipped)" : "") << " | " << to_string(r.purpose)
         << " | "
         << (!r.parent        ? "-"
             : *r.parent == 0 ? "baseline"
                              : std::to_string(*r.parent))
         << " | " << md(r.change) << " | " << (r.failure_class ? to_string(*r.failure_class) : "-")
-        << " | " << (r.tokens_per_s_per_gpu ? format_fixed(*r.tokens_per_s_per_gpu, 1) : "-")
-        << " | " << md_percent(r.mfu) << " | " << format_fixed(r.gpu_hours, 1) << " | "
+        << " | " << fixed(r.tokens_per_s_per_gpu) << " | " << fixed(r.tflops_per_gpu) << " | "
+        << md_percent(r.mfu) << " | " << format_fixed(r.gpu_hours, 1) << " | "
+        << (so_far != d.cumulative_gpu_hours.end() ? format_fixed(so_far->second, 1) : "-") << " | "
         << (r.verdict ? to_string(*r.verdict) : "-") << " | "
         << (r.gain_fraction ? format_signed_percent(*r.gain_fraction, 1) : "-") << " |\n";
   }
@@ -217,13 +272,14 @@ std::string render_report_md(const ReportData& d) {
   if (!shipped || shipped->is_baseline || row == d.view.ledger.rows.end()) {
     out << "No change: the baseline recipe ships.\n\n";
   } else {
-    out << "```diff\n";
+    std::string lines;
     for (const SettingChange& c : row->second.diff) {
       if (c.before_present)
-        out << "- " << c.name << (c.before.empty() ? "" : " " + c.before) << "\n";
-      if (c.after_present) out << "+ " << c.name << (c.after.empty() ? "" : " " + c.after) << "\n";
+        lines += "- " + c.name + (c.before.empty() ? "" : " " + c.before) + "\n";
+      if (c.after_present) lines += "+ " + c.name + (c.after.empty() ? "" : " " + c.after) + "\n";
     }
-    out << "```\n\n";
+    const std::string fence = markdown_fence_for(lines);
+    out << fence << "diff\n" << lines << fence << "\n\n";
   }
   md_gate(out, d);
   md_profiles(out, d);

@@ -5,6 +5,7 @@
 
 #include "projections/number_format.h"
 #include "tools/attune/report.h"
+#include "tools/attune/report_parts.h"
 
 namespace attune::cli {
 namespace {
@@ -58,6 +59,11 @@ double tick_step(double span, int count) {
   return 10 * power;
 }
 
+// Enough decimals that ticks `step` apart print apart (a step is 1, 2 or 5 x 10^k).
+int tick_decimals(double step) {
+  return step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+}
+
 std::string axes(const Scale& x, const Scale& y, const std::string& x_label,
                  const std::string& y_label) {
   std::ostringstream svg;
@@ -67,13 +73,13 @@ std::string axes(const Scale& x, const Scale& y, const std::string& x_label,
   const double xs = tick_step(x.hi - x.lo, 8);
   for (double v = x.lo; v <= x.hi + 1e-9; v += xs) {
     svg << "<text x=\"" << num(x(v)) << "\" y=\"" << num(y.a + 16) << "\" text-anchor=\"middle\">"
-        << num(v, xs < 1 ? 1 : 0) << "</text>";
+        << num(v, tick_decimals(xs)) << "</text>";
   }
   const double ys = tick_step(y.hi - y.lo, 6);
   for (double v = y.lo; v <= y.hi + 1e-9; v += ys) {
     svg << "<text x=\"" << num(kLeft - 6) << "\" y=\"" << num(y(v) + 4) << "\" text-anchor=\"end\">"
-        << num(v, ys < 1 ? 2 : 0) << "</text><line class=\"grid\" x1=\"" << num(x.a) << "\" y1=\""
-        << num(y(v)) << "\" x2=\"" << num(x.b) << "\" y2=\"" << num(y(v)) << "\"/>";
+        << num(v, tick_decimals(ys)) << "</text><line class=\"grid\" x1=\"" << num(x.a)
+        << "\" y1=\"" << num(y(v)) << "\" x2=\"" << num(x.b) << "\" y2=\"" << num(y(v)) << "\"/>";
   }
   svg << "<text x=\"" << num((x.a + x.b) / 2) << "\" y=\"" << num(kChartHeight - 6)
       << "\" text-anchor=\"middle\">" << escape(x_label) << "</text><text transform=\"translate(14,"
@@ -151,14 +157,6 @@ std::string legend() {
 
 }  // namespace
 
-// Declared in report_html_parts.cc.
-std::string html_summary(const ReportData& d);
-std::string html_diff(const ReportData& d);
-std::string html_gate(const ReportData& d);
-std::string html_profiles(const ReportData& d);
-std::string html_runs(const ReportData& d);
-std::string html_style();
-std::string html_script();
 std::string html_escape(std::string_view text) { return escape(text); }
 std::string html_loss_chart(const std::vector<double>& baseline,
                             const std::vector<double>& candidate, RunId baseline_run,

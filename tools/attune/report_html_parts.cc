@@ -5,13 +5,9 @@
 
 #include "projections/number_format.h"
 #include "tools/attune/report.h"
+#include "tools/attune/report_parts.h"
 
 namespace attune::cli {
-
-std::string html_escape(std::string_view text);
-std::string html_loss_chart(const std::vector<double>& baseline,
-                            const std::vector<double>& candidate, RunId baseline_run,
-                            RunId candidate_run);
 
 namespace {
 
@@ -63,7 +59,8 @@ std::string html_summary(const ReportData& d) {
   };
   line("workload", s.model + " on " + std::to_string(s.gpu_count) + " x " + s.hardware + ", seq " +
                        std::to_string(s.seq_length) + ", global batch " +
-                       std::to_string(s.global_batch) + ", " + s.precision);
+                       std::to_string(s.global_batch) + ", " + s.precision +
+                       (s.data.empty() ? "" : ", " + s.data));
   line("tuner", s.tuner + ", seed " + std::to_string(s.seed) + ", launcher " + s.launcher);
   line("shipped", shipped_text(d.view));
   line("baseline", format_fixed(d.view.baseline_band.mean_tokens_per_s_per_gpu, 1) +

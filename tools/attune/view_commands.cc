@@ -6,12 +6,15 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "events/event_json.h"
 #include "events/sha256.h"
 #include "projections/campaign_view.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
+#include "projections/run_rows.h"
+#include "projections/text_table.h"
 #include "tools/attune/campaign_figures.h"
 #include "tools/attune/cli.h"
 
@@ -20,6 +23,9 @@ namespace {
 
 // A line of `ledger export --format jsonl`: version 2 names throughput tokens_per_s_per_gpu.
 constexpr int kExportSchemaVersion = 2;
+
+// Where a wrapped line of a text view continues: under the value column of "label     value".
+constexpr const char* kContinuation = "          ";
 
 struct ViewOptions {
   std::string db;
@@ -83,8 +89,10 @@ int run_status(const ViewOptions& options) {
       one["chain"] = {{"verdict", chain->word}, {"reason", chain->reason}};
       out.push_back(std::move(one));
     } else {
-      std::cout << render_status_text(view.value()) << "chain     " << chain->word
-                << (chain->reason.empty() ? "" : " (" + chain->reason + ")") << "\n";
+      std::cout << wrap_words(render_status_text(view.value()) + "chain     " + chain->word +
+                                  (chain->reason.empty() ? "" : " (" + chain->reason + ")"),
+                              kTerminalWidth, kContinuation)
+                << "\n";
       if (campaigns.size() > 1) std::cout << "\n";
     }
   }
@@ -103,12 +111,11 @@ nlohmann::json chain_json(const ChainVerdict& chain) {
           {"unverifiable", chain.report.unverifiable}};
 }
 
-void print_chain(const ChainVerdict& chain) {
-  std::cout << "hash chain: " << chain.word << ", " << chain.report.events_verified
-            << " events read\n";
-  for (const std::string& finding : chain.report.findings) std::cout << "  " << finding << "\n";
+void print_chain(const ChainVerdict& chain, std::ostream& out) {
+  out << "hash chain: " << chain.word << ", " << chain.report.events_verified << " events read\n";
+  for (const std::string& finding : chain.report.findings) out << "  " << finding << "\n";
   for (const std::string& gap : chain.report.unverifiable) {
-    std::cout << "  unverifiable: " << gap << "\n";
+    out << "  unverifiable: " << gap << "\n";
   }
 }
 
@@ -132,9 +139,14 @@ int run_replay(const ViewOptions& options) {
     out["chain"] = chain_json(chain.value());
     write_json_output(std::move(out));
   } else {
-    std::cout << render_status_text(view.value()) << "\n" << render_ledger_text(view.value());
-    std::cout << "\n";
-    print_chain(chain.value());
+    // The runs as `attune runs` shows them; `attune runs --wide` and `ledger export` give all.
+    std::ostringstream text;
+    text << render_status_text(view.value()) << "\n"
+         << render_runs_text(run_rows(view.value(), efficiency_of(view->settings)), kTerminalWidth,
+                             false)
+         << "\n";
+    print_chain(chain.value(), text);
+    std::cout << wrap_words(text.str(), kTerminalWidth, kContinuation);
   }
   return chain_exit(chain.value(), loaded->campaign_id);
 }
@@ -168,41 +180,43 @@ int run_audit(const ViewOptions& options) {
     out["chain"] = chain_json(chain.value());
     write_json_output(std::move(out));
   } else {
-    std::cout << "audit of campaign " << loaded->campaign_id << "\n";
-    print_chain(chain.value());
-    std::cout << "charges (" << audit.charges.size() << "):\n";
+    std::ostringstream text;
+    text << "audit of campaign " << loaded->campaign_id << "\n";
+    print_chain(chain.value(), text);
+    text << "charges (" << audit.charges.size() << "):\n";
     for (const ChargeEntry& charge : audit.charges) {
-      std::cout << "  #" << charge.sequence << " run " << charge.run_id << " "
-                << to_string(charge.account) << " " << charge.gpus << " GPUs, admitted "
-                << charge.admitted_at_unix_ns << " ns, released " << charge.released_at_unix_ns
-                << " ns, " << format_fixed(charge.gpu_hours, 3) << " GPU-hours\n";
+      text << "  #" << charge.sequence << " run " << charge.run_id << " "
+           << to_string(charge.account) << " " << charge.gpus << " GPUs, admitted "
+           << charge.admitted_at_unix_ns << " ns, released " << charge.released_at_unix_ns
+           << " ns, " << format_fixed(charge.gpu_hours, 3) << " GPU-hours\n";
     }
     if (!audit.llm_charges.empty()) {
       double total_usd = 0.0;
       for (const LlmChargeEntry& entry : audit.llm_charges) total_usd += entry.cost_usd;
-      std::cout << "LLM charges (" << audit.llm_charges.size() << ", $"
-                << format_fixed(total_usd, 4) << "):\n";
+      text << "LLM charges (" << audit.llm_charges.size() << ", $" << format_fixed(total_usd, 4)
+           << "):\n";
       for (const LlmChargeEntry& entry : audit.llm_charges) {
-        std::cout << "  #" << entry.sequence << " " << entry.actor << " turn " << entry.turn << " "
-                  << entry.model << ": " << entry.input_tokens << " input, " << entry.output_tokens
-                  << " output tokens, $" << format_fixed(entry.cost_usd, 4) << "\n";
+        text << "  #" << entry.sequence << " " << entry.actor << " turn " << entry.turn << " "
+             << entry.model << ": " << entry.input_tokens << " input, " << entry.output_tokens
+             << " output tokens, $" << format_fixed(entry.cost_usd, 4) << "\n";
       }
     }
-    std::cout << "refused launches (" << audit.refusals.size() << "):\n";
+    text << "refused launches (" << audit.refusals.size() << "):\n";
     for (const RefusalEntry& refusal : audit.refusals) {
-      std::cout << "  #" << refusal.sequence << " proposal " << refusal.proposal_id << " "
-                << to_string(refusal.reason) << ": " << refusal.detail << "\n";
+      text << "  #" << refusal.sequence << " proposal " << refusal.proposal_id << " "
+           << to_string(refusal.reason) << ": " << refusal.detail << "\n";
     }
-    std::cout << "access denied (" << audit.access_denied.size() << "):\n";
+    text << "access denied (" << audit.access_denied.size() << "):\n";
     for (const AccessDeniedEntry& denied : audit.access_denied) {
-      std::cout << "  #" << denied.sequence << " " << denied.actor << " tried " << denied.object
-                << " (" << denied.rule << ")\n";
+      text << "  #" << denied.sequence << " " << denied.actor << " tried " << denied.object << " ("
+           << denied.rule << ")\n";
     }
-    std::cout << "inconsistencies (" << audit.findings.size() << "):\n";
+    text << "inconsistencies (" << audit.findings.size() << "):\n";
     for (const AuditFinding& finding : audit.findings) {
-      std::cout << "  #" << finding.sequence << " " << finding.message << "\n";
+      text << "  #" << finding.sequence << " " << finding.message << "\n";
     }
-    std::cout << verdict << "\n";
+    text << verdict << "\n";
+    std::cout << wrap_words(text.str(), kTerminalWidth, kContinuation);
   }
   if (!consistent) {
     std::cerr << "attune: campaign " << loaded->campaign_id << " is " << verdict << ": "

@@ -2,8 +2,8 @@
 // database of its own (not a campaign ledger).
 //
 // Owns the entry vocabulary and its storage. One entry per campaign and ledger head (adding the
-// same ledger again replaces its entry), each written with a sync, read back in campaign-id order. Which entry leads
-// its model x accelerator x GPU count x workload is the projection's business
+// same ledger again replaces its entry), each written with a sync, read back in campaign-id order.
+// Which entry leads its model x accelerator x GPU count x workload is the projection's business
 // (projections/leaderboard.h); what may be admitted is the command's. Thread-safe.
 #pragma once
 

@@ -440,7 +440,8 @@ TEST_F(Report, JsonOutputsOfTheViewsAndToolsCarryASchemaVersion) {
           recipe + " --json",
       "sim sweep --model qwen3-30b-a3b --gpu h100 --gpus 16 --seq 4096 --gbs 256 --recipe " +
           recipe + " --top 3 --json",
-      "recipe show " + recipe + " --json"};
+      "recipe show " + recipe + " --json",
+      "sim calibrate --json"};
   for (const std::string& command : commands) {
     const CommandOutcome outcome = attune(command);
     ASSERT_EQ(outcome.exit_code, 0) << command << ": " << outcome.err;

@@ -353,6 +353,7 @@ void add_sim_commands(CLI::App& app, int& exit_code) {
                    "Microbatch sizes to try (default: the recipe's only)")
       ->delimiter(',');
   sweep->callback([&exit_code, sweep_options] { exit_code = run_sweep(*sweep_options); });
+  add_sim_calibrate_command(*sim, exit_code);
 }
 
 }  // namespace attune::cli

@@ -1,0 +1,401 @@
+#include "adapters/model/published.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "adapters/model/flops.h"
+#include "adapters/model/performance_model.h"
+#include "adapters/model/preset_files.h"
+#include "adapters/model/presets.h"
+
+namespace attune::sim {
+namespace {
+
+constexpr std::string_view kRowsPath = "published/rows.tsv";
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(separator, start);
+    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+// The row's columns by header name; numbers parsed where the model needs them.
+class Columns {
+ public:
+  Columns(const std::vector<std::string_view>& header, const std::vector<std::string_view>& cells,
+          std::string where)
+      : header_(header), cells_(cells), where_(std::move(where)) {}
+
+  std::string text(std::string_view name) const {
+    const auto at = std::find(header_.begin(), header_.end(), name);
+    if (at == header_.end() || static_cast<std::size_t>(at - header_.begin()) >= cells_.size()) {
+      missing_ = std::string(name);
+      return "";
+    }
+    return std::string(cells_[static_cast<std::size_t>(at - header_.begin())]);
+  }
+  // An integer; `fallback` for "-" (unknown) and for a cell like "0(tp=1)".
+  int integer(std::string_view name, int fallback) const {
+    const std::string cell = text(name);
+    int value = fallback;
+    const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+    if (error != std::errc() || end == cell.data()) return fallback;
+    return value;
+  }
+  // A number; 0 for "-" (not published).
+  double number(std::string_view name) const {
+    const std::string cell = text(name);
+    if (cell == "-") return 0;
+    try {
+      return std::stod(cell);
+    } catch (const std::exception&) {
+      bad_ = std::string(name) + " '" + cell + "'";
+      return 0;
+    }
+  }
+  std::optional<std::string> problem() const {
+    if (cells_.size() != header_.size()) {
+      return where_ + ": expected " + std::to_string(header_.size()) +
+             " tab-separated cells as in the header, found " + std::to_string(cells_.size());
+    }
+    if (!missing_.empty()) return where_ + ": no column '" + missing_ + "' in the header";
+    if (!bad_.empty()) return where_ + ": expected a number in " + bad_;
+    return std::nullopt;
+  }
+
+ private:
+  const std::vector<std::string_view>& header_;
+  const std::vector<std::string_view>& cells_;
+  std::string where_;
+  mutable std::string missing_;
+  mutable std::string bad_;
+};
+
+PublishedRow row_of(const Columns& c) {
+  PublishedRow r;
+  r.id = c.text("id");
+  r.source = c.text("source");
+  r.release = c.text("release");
+  r.model = c.text("model");
+  r.system = c.text("system");
+  r.gpus = c.integer("gpus", 0);
+  r.precision = c.text("precision");
+  r.gbs = c.integer("gbs", 0);
+  r.mbs = c.integer("mbs", 1);
+  r.seq = c.integer("seq", 0);
+  r.tp = c.integer("tp", 1);
+  r.pp = c.integer("pp", 1);
+  r.cp = c.integer("cp", 1);
+  r.vp = c.integer("vp", 1);
+  r.ep = c.integer("ep", 1);
+  r.etp = c.integer("etp", 1);
+  r.fsdp = c.integer("fsdp", 0) > 0;
+  r.tokens_per_s_per_gpu = c.number("tokens_per_s_per_gpu");
+  r.tflops_per_gpu = c.number("tflops_per_gpu");
+  r.cuda_graph_impl = c.text("cuda_graph_impl");
+  r.cuda_graph_scope = c.text("cuda_graph_scope");
+  r.dispatcher = c.text("dispatcher");
+  r.a2a_overlap = c.integer("a2a_overlap", 0) > 0;
+  r.recompute = c.text("recompute");
+  r.pipeline_layout = c.text("pipeline_layout");
+  r.tp_comm_overlap = c.integer("tp_comm_overlap", 0) > 0;
+  r.mtp_layers = c.integer("mtp_layers", 0);
+  r.other_flags = c.text("other_flags");
+  r.recipe_status = c.text("recipe_status");
+  return r;
+}
+
+// attune's preset for a row's model, or empty.
+std::string model_preset(const std::string& model) {
+  static const std::map<std::string, std::string> kNames = {
+      {"llama3-8b", "llama3.1-8b"},       {"llama3-70b", "llama3.1-70b"},
+      {"llama3.1-405b", "llama3.1-405b"}, {"deepseek-v3", "deepseek-v3"},
+      {"qwen3-30b-a3b", "qwen3-30b-a3b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"},
+      {"gpt-oss-120b", "gpt-oss-120b"},   {"mixtral-8x7b", "mixtral-8x7b"},
+      {"mixtral-8x22b", "mixtral-8x22b"},
+  };
+  const auto found = kNames.find(model);
+  return found == kNames.end() ? "" : found->second;
+}
+
+// The FP8 recipe flag of a row's precision; nullopt for a precision the model does not price.
+std::optional<std::string> precision_flags(const std::string& precision) {
+  if (precision == "bf16") return "";
+  if (precision == "fp8-cs") return " --fp8-format hybrid --fp8-recipe tensorwise";
+  if (precision == "fp8-mx") return " --fp8-format hybrid --fp8-recipe mxfp8";
+  if (precision == "fp8-bs" || precision == "fp8-blockwise") {
+    return " --fp8-format hybrid --fp8-recipe blockwise";
+  }
+  if (precision == "fp8") return " --fp8-format hybrid";
+  return std::nullopt;
+}
+
+std::string dispatcher_flags(const PublishedRow& r) {
+  if (r.ep <= 1 && r.dispatcher == "-") return "";
+  std::string flags = " --moe-grouped-gemm --moe-permute-fusion";
+  if (r.dispatcher == "hybridep" || r.dispatcher == "deepep") {
+    flags += " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend " + r.dispatcher;
+  } else {
+    flags += " --moe-token-dispatcher-type alltoall";
+  }
+  if (r.a2a_overlap) flags += " --overlap-moe-expert-parallel-comm";
+  return flags;
+}
+
+std::string graph_flags(const PublishedRow& r) {
+  if (r.cuda_graph_impl == "transformer_engine") {
+    std::string modules;
+    for (std::string_view m : split(r.cuda_graph_scope, ',')) {
+      if (m == "attn" || m == "mlp" || m == "moe" || m == "moe_router" || m == "moe_preprocess") {
+        modules += " " + std::string(m);
+      }
+    }
+    return " --cuda-graph-impl transformer_engine" +
+           (modules.empty() ? "" : " --cuda-graph-modules" + modules);
+  }
+  if (r.cuda_graph_impl == "local" || r.cuda_graph_impl == "full_iteration") {
+    return " --cuda-graph-impl local";
+  }
+  return "";
+}
+
+std::string recompute_flags(const std::string& recompute) {
+  const std::vector<std::string_view> parts = split(recompute, ':');
+  if (parts[0] == "selective") {
+    std::string modules;
+    if (parts.size() > 1 && parts[1] != "(empty-list)" && parts[1] != "-") {
+      for (std::string_view m : split(parts[1], ',')) modules += " " + std::string(m);
+    }
+    return " --recompute-granularity selective" +
+           (modules.empty() ? "" : " --recompute-modules" + modules);
+  }
+  if (parts[0] == "full") {
+    std::string flags = " --recompute-granularity full";
+    if (parts.size() > 2 && parts[1] != "-" && parts[2] != "-") {
+      flags += " --recompute-method " + std::string(parts[1]) + " --recompute-num-layers " +
+               std::string(parts[2]);
+    }
+    return flags;
+  }
+  return "";
+}
+
+// The value of KEY in the row's other settings ("KEY=VALUE;..."), or empty.
+std::string other_setting(const PublishedRow& r, std::string_view key) {
+  for (std::string_view part : split(r.other_flags, ';')) {
+    if (part.size() > key.size() && part.starts_with(key) && part[key.size()] == '=') {
+      return std::string(part.substr(key.size() + 1));
+    }
+  }
+  return "";
+}
+
+// The settings of the source's other column that change the layout or the overlap: the uneven
+// pipeline split, sequence parallelism and the shared-expert overlap.
+std::string other_flags(const PublishedRow& r) {
+  std::string flags;
+  if (other_setting(r, "account_for_embedding_in_pipeline_split") == "True") {
+    flags += " --account-for-embedding-in-pipeline-split";
+  }
+  if (other_setting(r, "account_for_loss_in_pipeline_split") == "True") {
+    flags += " --account-for-loss-in-pipeline-split";
+  }
+  if (other_setting(r, "moe_shared_expert_overlap") == "True") {
+    flags += " --moe-shared-expert-overlap";
+  }
+  return flags;
+}
+
+std::string recipe_text(const PublishedRow& r, const std::string& precision) {
+  std::string text =
+      r.fsdp ? "python pretrain_gpt.py" : "CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py";
+  text += " --tensor-model-parallel-size " + std::to_string(r.tp) +
+          " --pipeline-model-parallel-size " + std::to_string(r.pp) + " --context-parallel-size " +
+          std::to_string(r.cp);
+  if (r.ep > 1) text += " --expert-model-parallel-size " + std::to_string(r.ep);
+  if (r.ep > 1) text += " --expert-tensor-parallel-size " + std::to_string(r.etp);
+  if (r.vp > 1 && r.pipeline_layout == "-") {
+    text += " --num-virtual-stages-per-pipeline-rank " + std::to_string(r.vp);
+  }
+  if (r.pipeline_layout != "-" && !r.pipeline_layout.empty()) {
+    text += " --pipeline-model-parallel-layout " + r.pipeline_layout;
+  }
+  if (r.tp > 1 && other_setting(r, "sequence_parallel") != "False") text += " --sequence-parallel";
+  if (r.tp_comm_overlap && r.tp > 1) text += " --tp-comm-overlap";
+  text += " --micro-batch-size " + std::to_string(r.mbs) + " --global-batch-size " +
+          std::to_string(r.gbs) + " --seq-length " + std::to_string(r.seq) + " --bf16" + precision;
+  text += r.fsdp ? " --use-megatron-fsdp"
+                 : " --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather";
+  text += " --cross-entropy-loss-fusion";
+  if (r.mtp_layers > 0) text += " --mtp-num-layers " + std::to_string(r.mtp_layers);
+  return text + dispatcher_flags(r) + graph_flags(r) + recompute_flags(r.recompute) +
+         other_flags(r);
+}
+
+// The mean log ratio of published to predicted per system over `rows` where `keep` holds.
+std::map<std::string, double> system_scales(
+    const std::vector<CalibrationRow>& rows,
+    const std::function<bool(const CalibrationRow&)>& keep) {
+  std::map<std::string, std::pair<double, int>> sums;
+  for (const CalibrationRow& r : rows) {
+    if (!r.skipped.empty() || !keep(r)) continue;
+    auto& [sum, count] = sums[r.row.system];
+    sum += std::log(r.row.tokens_per_s_per_gpu / r.predicted);
+    ++count;
+  }
+  std::map<std::string, double> scales;
+  for (const auto& [system, sum] : sums) scales[system] = sum.first / sum.second;
+  return scales;
+}
+
+// Each predicted row's error after the scale fitted on the rows of other groups.
+void held_out(std::vector<CalibrationRow>& rows,
+              const std::function<std::string(const PublishedRow&)>& group,
+              std::optional<double> CalibrationRow::*error) {
+  std::set<std::string> groups;
+  for (const CalibrationRow& r : rows) {
+    if (r.skipped.empty()) groups.insert(group(r.row));
+  }
+  for (const std::string& g : groups) {
+    const auto scales =
+        system_scales(rows, [&](const CalibrationRow& r) { return group(r.row) != g; });
+    for (CalibrationRow& r : rows) {
+      if (!r.skipped.empty() || group(r.row) != g) continue;
+      const auto scale = scales.find(r.row.system);
+      const double factor = scale == scales.end() ? 1.0 : std::exp(scale->second);
+      r.*error = r.predicted * factor / r.row.tokens_per_s_per_gpu - 1.0;
+    }
+  }
+}
+
+// A row the source gives in Megatron's TFLOP/s/GPU, in tokens/s/GPU by Megatron's own FLOPs
+// per token for its model, sequence, TP and MTP depth (the conversion the paper's Appendix D
+// makes); rows given in tokens/s/GPU, or without a preset, as they are.
+PublishedRow with_tokens(PublishedRow row) {
+  if (row.tokens_per_s_per_gpu > 0 || row.tflops_per_gpu <= 0 || row.seq <= 0) return row;
+  auto model = load_model(model_preset(row.model));
+  if (!model.ok()) return row;
+  const double per_token =
+      megatron_flops_per_step(model.value(), row.seq, 1, row.tp, row.mtp_layers) / row.seq;
+  row.tokens_per_s_per_gpu = row.tflops_per_gpu * 1e12 / per_token;
+  return row;
+}
+
+}  // namespace
+
+std::string_view published_rows_text() {
+  for (const PresetFile& file : preset_files()) {
+    if (file.path == kRowsPath) return file.text;
+  }
+  return {};
+}
+
+Result<std::vector<PublishedRow>> parse_published_rows(std::string_view text,
+                                                       std::string_view source_name) {
+  std::vector<std::string_view> lines = split(text, '\n');
+  if (lines.empty() || lines[0].find("tokens_per_s_per_gpu") == std::string_view::npos) {
+    return make_error(
+        std::string(source_name) +
+        ":1: expected rows.tsv's header (id, source, ..., tokens_per_s_per_gpu, ...)");
+  }
+  const std::vector<std::string_view> header = split(lines[0], '\t');
+  std::vector<PublishedRow> rows;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    const std::vector<std::string_view> cells = split(lines[i], '\t');
+    const Columns columns(header, cells, std::string(source_name) + ":" + std::to_string(i + 1));
+    PublishedRow row = row_of(columns);
+    if (auto problem = columns.problem()) return make_error(*problem);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Result<PublishedCase> published_case(const PublishedRow& row) {
+  const std::string preset = model_preset(row.model);
+  if (preset.empty()) return make_error("no model preset");
+  auto hardware = load_hardware(row.system);
+  if (!hardware.ok()) return make_error("no hardware preset");
+  const auto precision = precision_flags(row.precision);
+  if (!precision) return make_error("precision " + row.precision + " is not modelled");
+  if (row.gpus <= 0 || row.gbs <= 0 || row.seq <= 0 || row.tokens_per_s_per_gpu <= 0) {
+    return make_error("incomplete row (no tokens/s/GPU, no layout or no batch)");
+  }
+  PublishedCase out;
+  out.workload.model = load_model(preset).value();
+  out.workload.hardware = std::move(hardware).value();
+  out.workload.gpus = row.gpus;
+  out.workload.seq_length = row.seq;
+  out.workload.global_batch_size = row.gbs;
+  out.workload.precision = row.precision == "bf16" ? Precision::kBf16 : Precision::kFp8;
+  auto recipe = parse_recipe(recipe_text(row, *precision), row.id);
+  if (!recipe.ok()) return make_error("recipe: " + recipe.error());
+  out.recipe = std::move(recipe).value();
+  return out;
+}
+
+ErrorSummary summarize(const std::vector<double>& errors) {
+  ErrorSummary s;
+  s.rows = errors.size();
+  if (errors.empty()) return s;
+  std::vector<double> abs;
+  for (double e : errors) abs.push_back(std::fabs(e));
+  std::sort(abs.begin(), abs.end());
+  s.median_abs = abs.size() % 2 == 1 ? abs[abs.size() / 2]
+                                     : (abs[abs.size() / 2 - 1] + abs[abs.size() / 2]) / 2;
+  const std::size_t rank =
+      static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(abs.size())));
+  s.p90_abs = abs[std::max<std::size_t>(rank, 1) - 1];
+  return s;
+}
+
+Calibration calibrate(const std::vector<PublishedRow>& rows) {
+  Calibration out;
+  for (const PublishedRow& row : rows) {
+    CalibrationRow r;
+    r.row = with_tokens(row);
+    auto c = published_case(r.row);
+    if (!c.ok()) {
+      r.skipped = c.error();
+    } else {
+      const Prediction p = predict(c->workload, c->recipe);
+      if (!p.valid) {
+        r.skipped = "Megatron refuses the recipe as attune reads it: " + p.error;
+      } else {
+        r.predicted = p.tokens_per_s_per_gpu;
+        r.error_raw = r.predicted / r.row.tokens_per_s_per_gpu - 1.0;
+      }
+    }
+    if (!r.skipped.empty()) ++out.skipped_by_reason[r.skipped.substr(0, r.skipped.find(':'))];
+    out.rows.push_back(std::move(r));
+  }
+  held_out(
+      out.rows, [](const PublishedRow& r) { return r.model; }, &CalibrationRow::error_model_out);
+  held_out(
+      out.rows, [](const PublishedRow& r) { return r.release; },
+      &CalibrationRow::error_release_out);
+  std::vector<double> raw, model_out, release_out;
+  std::map<std::string, std::vector<double>> by_model;
+  for (const CalibrationRow& r : out.rows) {
+    if (!r.skipped.empty()) continue;
+    raw.push_back(r.error_raw);
+    by_model[r.row.model].push_back(r.error_raw);
+    if (r.error_model_out) model_out.push_back(*r.error_model_out);
+    if (r.error_release_out) release_out.push_back(*r.error_release_out);
+  }
+  out.raw = summarize(raw);
+  out.model_out = summarize(model_out);
+  out.release_out = summarize(release_out);
+  for (const auto& [model, errors] : by_model) out.raw_by_model[model] = summarize(errors);
+  return out;
+}
+
+}  // namespace attune::sim

@@ -1,0 +1,100 @@
+// Published throughputs and the performance model's error on them, in and out of sample.
+//
+// data/published/rows.tsv (compiled in) holds published Megatron training measurements, each
+// with the recipe that produced it (see its SOURCES.md). published_case() turns a row into the
+// workload and the Megatron-LM recipe the model predicts; a row whose model or system has no
+// preset, or whose precision the model does not price (NVFP4), is skipped with the reason.
+//
+// calibrate() predicts every row it can and reports the error three ways:
+//  - raw: the model as it stands;
+//  - leave one model out: a scale per system, fitted (the mean log ratio of published to
+//    predicted) on the rows of every other model, applied to the held-out model's rows;
+//  - leave one release out: the same with the releases.
+// A held-out row's figure never enters the scale applied to it. Pure apart from nothing: the
+// rows are data, the model is pure.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/model/workload.h"
+#include "events/recipe.h"
+#include "events/result.h"
+
+namespace attune::sim {
+
+struct PublishedRow {
+  std::string id;
+  std::string source;
+  std::string release;
+  std::string model;
+  std::string system;
+  int gpus = 0;
+  std::string precision;  // bf16, fp8-cs, fp8-mx, fp8-bs, nvfp4
+  int gbs = 0;
+  int mbs = 0;
+  int seq = 0;
+  int tp = 1, pp = 1, cp = 1, vp = 1, ep = 1, etp = 1;
+  bool fsdp = false;
+  double tokens_per_s_per_gpu = 0;  // 0 where the source gives only TFLOP/s
+  double tflops_per_gpu = 0;        // Megatron's count, as the source prints it; 0 = none
+  std::string cuda_graph_impl;
+  std::string cuda_graph_scope;
+  std::string dispatcher;
+  bool a2a_overlap = false;
+  std::string recompute;  // none, selective:m1,m2, full:method:layers
+  std::string pipeline_layout;
+  bool tp_comm_overlap = false;
+  int mtp_layers = 0;
+  std::string other_flags;    // the source's other settings, KEY=VALUE;...
+  std::string recipe_status;  // exact or partial
+};
+
+// The compiled-in rows.tsv.
+std::string_view published_rows_text();
+
+// Rows from tab-separated text with rows.tsv's header; an error names the line and the column.
+Result<std::vector<PublishedRow>> parse_published_rows(std::string_view text,
+                                                       std::string_view source_name);
+
+struct PublishedCase {
+  Workload workload;
+  Recipe recipe;
+};
+
+// The workload and recipe of a row, or why the model cannot price it.
+Result<PublishedCase> published_case(const PublishedRow& row);
+
+struct CalibrationRow {
+  PublishedRow row;     // a row given in TFLOP/s gets tokens/s/GPU by Megatron's FLOPs per token
+  std::string skipped;  // why the row was not predicted; empty when it was
+  double predicted = 0;
+  double error_raw = 0;                     // predicted / published - 1
+  std::optional<double> error_model_out;    // leave one model out
+  std::optional<double> error_release_out;  // leave one release out
+};
+
+struct ErrorSummary {
+  std::size_t rows = 0;
+  double median_abs = 0;
+  double p90_abs = 0;
+};
+
+struct Calibration {
+  std::vector<CalibrationRow> rows;
+  ErrorSummary raw;
+  ErrorSummary model_out;
+  ErrorSummary release_out;
+  std::map<std::string, ErrorSummary> raw_by_model;
+  std::map<std::string, std::size_t> skipped_by_reason;
+};
+
+Calibration calibrate(const std::vector<PublishedRow>& rows);
+
+// Median and 90th percentile (nearest rank) of |e|; zeros for none.
+ErrorSummary summarize(const std::vector<double>& errors);
+
+}  // namespace attune::sim

@@ -1,0 +1,132 @@
+// `attune sim calibrate`: the performance model against every published throughput it holds, in
+// sample and out of sample.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "adapters/model/published.h"
+#include "core/text_file.h"
+#include "projections/number_format.h"
+#include "projections/text_table.h"
+#include "tools/attune/cli.h"
+
+namespace attune::cli {
+namespace {
+
+constexpr int kCalibrateSchemaVersion = 1;
+
+struct CalibrateOptions {
+  std::string rows_file;  // empty: the compiled-in rows
+  bool json = false;
+  bool all = false;  // also list the rows that were skipped
+};
+
+nlohmann::json summary_json(const sim::ErrorSummary& s) {
+  return {{"rows", s.rows}, {"median_abs_error", s.median_abs}, {"p90_abs_error", s.p90_abs}};
+}
+
+nlohmann::json calibration_json(const sim::Calibration& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const sim::CalibrationRow& r : c.rows) {
+    nlohmann::json row = {{"id", r.row.id},
+                          {"model", r.row.model},
+                          {"system", r.row.system},
+                          {"release", r.row.release},
+                          {"published_tokens_per_s_per_gpu", r.row.tokens_per_s_per_gpu}};
+    if (!r.skipped.empty()) {
+      row["skipped"] = r.skipped;
+    } else {
+      row["predicted_tokens_per_s_per_gpu"] = r.predicted;
+      row["error_raw"] = r.error_raw;
+      row["error_leave_model_out"] =
+          r.error_model_out ? nlohmann::json(*r.error_model_out) : nlohmann::json(nullptr);
+      row["error_leave_release_out"] =
+          r.error_release_out ? nlohmann::json(*r.error_release_out) : nlohmann::json(nullptr);
+    }
+    rows.push_back(std::move(row));
+  }
+  nlohmann::json by_model = nlohmann::json::object();
+  for (const auto& [model, s] : c.raw_by_model) by_model[model] = summary_json(s);
+  return {{"schema_version", kCalibrateSchemaVersion},
+          {"rows", rows},
+          {"raw", summary_json(c.raw)},
+          {"leave_one_model_out", summary_json(c.model_out)},
+          {"leave_one_release_out", summary_json(c.release_out)},
+          {"raw_by_model", by_model},
+          {"skipped_by_reason", c.skipped_by_reason}};
+}
+
+std::string summary_line(const std::string& what, const sim::ErrorSummary& s) {
+  return what + ": median " + format_percent(s.median_abs, 1) + ", p90 " +
+         format_percent(s.p90_abs, 1) + " over " + std::to_string(s.rows) + " rows\n";
+}
+
+void print_text(const sim::Calibration& c, bool all) {
+  TextTable table({{"row"},
+                   {"published", Align::kRight},
+                   {"predicted", Align::kRight},
+                   {"raw", Align::kRight},
+                   {"model out", Align::kRight},
+                   {"release out", Align::kRight}});
+  auto signed_or_dash = [](const std::optional<double>& e) {
+    return e ? format_signed_percent(*e, 1) : std::string("-");
+  };
+  for (const sim::CalibrationRow& r : c.rows) {
+    if (!r.skipped.empty() && !all) continue;
+    table.add_row({cut_to_width(r.row.id, 46), format_fixed(r.row.tokens_per_s_per_gpu, 1),
+                   r.skipped.empty() ? format_fixed(r.predicted, 1) : "-",
+                   r.skipped.empty() ? format_signed_percent(r.error_raw, 1) : "skipped",
+                   signed_or_dash(r.error_model_out), signed_or_dash(r.error_release_out)});
+  }
+  std::ostringstream out;
+  out << table.render() << "\n"
+      << summary_line("raw (the model as it stands)", c.raw)
+      << summary_line("leave one model out (a scale per system fitted on the other models)",
+                      c.model_out)
+      << summary_line("leave one release out (fitted on the other releases)", c.release_out);
+  for (const auto& [model, s] : c.raw_by_model) out << summary_line("  raw, " + model, s);
+  for (const auto& [reason, count] : c.skipped_by_reason) {
+    out << "skipped   " << count << " rows: " << reason << "\n";
+  }
+  std::cout << wrap_words(out.str(), kTerminalWidth, "  ");
+}
+
+int run_calibrate(const CalibrateOptions& options) {
+  std::string text(sim::published_rows_text());
+  std::string source = "rows.tsv (compiled in)";
+  if (!options.rows_file.empty()) {
+    auto read = read_text_file(options.rows_file);
+    if (!read.ok()) return fail(read.error());
+    text = std::move(read).value();
+    source = options.rows_file;
+  }
+  auto rows = sim::parse_published_rows(text, source);
+  if (!rows.ok()) return fail(rows.error());
+  const sim::Calibration calibration = sim::calibrate(rows.value());
+  if (options.json) {
+    write_json_output(calibration_json(calibration), kCalibrateSchemaVersion);
+  } else {
+    print_text(calibration, options.all);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_sim_calibrate_command(CLI::App& sim, int& exit_code) {
+  auto options = std::make_shared<CalibrateOptions>();
+  CLI::App* calibrate = sim.add_subcommand(
+      "calibrate",
+      "The model against every published throughput it holds (Megatron-Bridge performance "
+      "tables, ModelZoo scripts, technical reports; each with its recipe): predicted against "
+      "published per row, and the error raw, leaving one model out and leaving one release out");
+  calibrate->add_option("--rows", options->rows_file,
+                        "A rows.tsv of your own (default: the compiled-in rows)");
+  calibrate->add_flag("--all", options->all, "Also list the rows the model cannot price, and why");
+  calibrate->add_flag("--json", options->json, "Machine-readable output");
+  calibrate->callback([&exit_code, options] { exit_code = run_calibrate(*options); });
+}
+
+}  // namespace attune::cli

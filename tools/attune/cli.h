@@ -59,11 +59,11 @@ Result<std::string> pick_campaign(const EventStore& store,
                                   const std::optional<std::string>& requested);
 
 // Subcommand registration. Each sets `exit_code` when its command runs.
-void add_view_commands(CLI::App& app, int& exit_code);      // status, replay, audit, ledger
-void add_campaign_commands(CLI::App& app, int& exit_code);  // campaign run
-void add_gate_commands(CLI::App& app, int& exit_code);      // gate converge
-void add_metrics_command(CLI::App& app, int& exit_code);    // metrics LOG
-void add_sim_commands(CLI::App& app, int& exit_code);       // sim predict, sim sweep
+void add_view_commands(CLI::App& app, int& exit_code);          // status, replay, audit, ledger
+void add_campaign_commands(CLI::App& app, int& exit_code);      // campaign run
+void add_gate_commands(CLI::App& app, int& exit_code);          // gate converge
+void add_metrics_command(CLI::App& app, int& exit_code);        // metrics LOG
+void add_sim_commands(CLI::App& app, int& exit_code);           // sim predict, sim sweep
 void add_sim_calibrate_command(CLI::App& sim, int& exit_code);  // sim calibrate
 void add_trace_commands(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);  // compare     // trace breakdown

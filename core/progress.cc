@@ -11,8 +11,8 @@ namespace attune {
 namespace {
 
 // Progress lines fit a terminal of this width; a change that does not fit is cut with "…".
-constexpr std::size_t kLineWidth = 100;
-constexpr std::size_t kMinChangeWidth = 16;
+constexpr std::size_t kLineColumns = 100;
+constexpr std::size_t kMinChangeColumns = 16;
 
 // Since the campaign's first cluster admission (the paper's wall-clock), as h:mm.
 std::optional<std::int64_t> first_admission(const ControlState& state) {
@@ -81,7 +81,7 @@ std::string run_line(const ControlState& state, RunId run_id, const Envelope& ev
       short_change(change_against_parent(row->second, state.view.ledger.rows));
   const std::size_t fixed = display_width(prefix) + display_width(suffix.str());
   const std::size_t room =
-      kLineWidth > fixed + kMinChangeWidth ? kLineWidth - fixed : kMinChangeWidth;
+      kLineColumns > fixed + kMinChangeColumns ? kLineColumns - fixed : kMinChangeColumns;
   std::string line = prefix + cut_to_width(change, room) + suffix.str();
   // The second line: the time, and the hypothesis the run tested.
   std::string second = time_text(state, event);
@@ -91,7 +91,7 @@ std::string run_line(const ControlState& state, RunId run_id, const Envelope& ev
     second += (second.empty() ? "" : "; ") + std::string("tested ") + why.bottleneck + " (" +
               format_signed_percent(why.expected_gain_fraction, 1) + " expected)";
   }
-  if (!second.empty()) line += "\n  " + cut_to_width(second, kLineWidth - 2);
+  if (!second.empty()) line += "\n  " + cut_to_width(second, kLineColumns - 2);
   return line;
 }
 
@@ -153,7 +153,7 @@ std::vector<std::string> progress_lines(const ControlState& state, const Envelop
   }
   std::erase(lines, std::string());
   // Every line fits the terminal: a long one continues on indented lines.
-  for (std::string& line : lines) line = wrap_words(line, kLineWidth, "  ");
+  for (std::string& line : lines) line = wrap_words(line, kLineColumns, "  ");
   return lines;
 }
 

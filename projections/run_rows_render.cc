@@ -13,7 +13,7 @@
 namespace attune {
 namespace {
 
-constexpr std::size_t kMinChangeWidth = 12;
+constexpr std::size_t kMinChangeColumns = 12;
 
 std::string optional_text(const std::optional<double>& value, int decimals) {
   return value ? format_fixed(*value, decimals) : "-";
@@ -111,7 +111,7 @@ std::string render_runs_text(std::span<const RunRow> rows, std::size_t width, bo
     std::size_t used = 2 * headers.size();
     for (std::size_t w : widths) used += w;
     const std::size_t change_width =
-        width > used + kMinChangeWidth ? width - used : kMinChangeWidth;
+        width > used + kMinChangeColumns ? width - used : kMinChangeColumns;
     TextTable table({{"run", Align::kRight},
                      {"purpose"},
                      {"from", Align::kRight},

@@ -10,12 +10,12 @@
 namespace attune::cli {
 namespace {
 
-constexpr double kChartWidth = 760;
-constexpr double kChartHeight = 340;
-constexpr double kLeft = 64;
-constexpr double kRight = 16;
-constexpr double kTop = 16;
-constexpr double kBottom = 44;
+constexpr double kChartWidthPx = 760;
+constexpr double kChartHeightPx = 340;
+constexpr double kLeftPx = 64;
+constexpr double kRightPx = 16;
+constexpr double kTopPx = 16;
+constexpr double kBottomPx = 44;
 
 std::string escape(std::string_view text) {
   std::string out;
@@ -67,8 +67,8 @@ int tick_decimals(double step) {
 std::string axes(const Scale& x, const Scale& y, const std::string& x_label,
                  const std::string& y_label) {
   std::ostringstream svg;
-  svg << "<g class=\"axes\"><line x1=\"" << num(kLeft) << "\" y1=\"" << num(y.b) << "\" x2=\""
-      << num(kLeft) << "\" y2=\"" << num(y.a) << "\"/><line x1=\"" << num(x.a) << "\" y1=\""
+  svg << "<g class=\"axes\"><line x1=\"" << num(kLeftPx) << "\" y1=\"" << num(y.b) << "\" x2=\""
+      << num(kLeftPx) << "\" y2=\"" << num(y.a) << "\"/><line x1=\"" << num(x.a) << "\" y1=\""
       << num(y.a) << "\" x2=\"" << num(x.b) << "\" y2=\"" << num(y.a) << "\"/>";
   const double xs = tick_step(x.hi - x.lo, 8);
   for (double v = x.lo; v <= x.hi + 1e-9; v += xs) {
@@ -77,11 +77,12 @@ std::string axes(const Scale& x, const Scale& y, const std::string& x_label,
   }
   const double ys = tick_step(y.hi - y.lo, 6);
   for (double v = y.lo; v <= y.hi + 1e-9; v += ys) {
-    svg << "<text x=\"" << num(kLeft - 6) << "\" y=\"" << num(y(v) + 4) << "\" text-anchor=\"end\">"
-        << num(v, tick_decimals(ys)) << "</text><line class=\"grid\" x1=\"" << num(x.a)
-        << "\" y1=\"" << num(y(v)) << "\" x2=\"" << num(x.b) << "\" y2=\"" << num(y(v)) << "\"/>";
+    svg << "<text x=\"" << num(kLeftPx - 6) << "\" y=\"" << num(y(v) + 4)
+        << "\" text-anchor=\"end\">" << num(v, tick_decimals(ys))
+        << "</text><line class=\"grid\" x1=\"" << num(x.a) << "\" y1=\"" << num(y(v)) << "\" x2=\""
+        << num(x.b) << "\" y2=\"" << num(y(v)) << "\"/>";
   }
-  svg << "<text x=\"" << num((x.a + x.b) / 2) << "\" y=\"" << num(kChartHeight - 6)
+  svg << "<text x=\"" << num((x.a + x.b) / 2) << "\" y=\"" << num(kChartHeightPx - 6)
       << "\" text-anchor=\"middle\">" << escape(x_label) << "</text><text transform=\"translate(14,"
       << num((y.a + y.b) / 2) << ") rotate(-90)\" text-anchor=\"middle\">" << escape(y_label)
       << "</text></g>";
@@ -111,10 +112,10 @@ std::string throughput_chart(const ReportData& d) {
   const double mean = d.view.baseline_band.mean_tokens_per_s_per_gpu;
   const double band = d.view.baseline_band.band_fraction;
   y_max = std::max(y_max, mean * (1 + band));
-  const Scale x{0, x_max * 1.04, kLeft, kChartWidth - kRight};
-  const Scale y{0, y_max * 1.1, kChartHeight - kBottom, kTop};
+  const Scale x{0, x_max * 1.04, kLeftPx, kChartWidthPx - kRightPx};
+  const Scale y{0, y_max * 1.1, kChartHeightPx - kBottomPx, kTopPx};
   std::ostringstream svg;
-  svg << "<svg id=\"throughput\" viewBox=\"0 0 " << num(kChartWidth) << " " << num(kChartHeight)
+  svg << "<svg id=\"throughput\" viewBox=\"0 0 " << num(kChartWidthPx) << " " << num(kChartHeightPx)
       << "\" role=\"img\" aria-label=\"throughput against cumulative GPU-hours\">"
       << axes(x, y, "cumulative GPU-hours charged", "tokens/s/GPU");
   if (mean > 0) {
@@ -171,10 +172,10 @@ std::string html_loss_chart(const std::vector<double>& baseline,
   }
   if (lo > hi) lo = 0, hi = 1;
   const double pad = (hi - lo) * 0.05 + 1e-9;
-  const Scale x{1, static_cast<double>(steps), kLeft, kChartWidth - kRight};
-  const Scale y{lo - pad, hi + pad, kChartHeight - kBottom, kTop};
+  const Scale x{1, static_cast<double>(steps), kLeftPx, kChartWidthPx - kRightPx};
+  const Scale y{lo - pad, hi + pad, kChartHeightPx - kBottomPx, kTopPx};
   std::ostringstream svg;
-  svg << "<svg class=\"loss\" viewBox=\"0 0 " << num(kChartWidth) << " " << num(kChartHeight)
+  svg << "<svg class=\"loss\" viewBox=\"0 0 " << num(kChartWidthPx) << " " << num(kChartHeightPx)
       << "\" role=\"img\" aria-label=\"loss curves\">" << axes(x, y, "step", "lm loss");
   auto line = [&](const std::vector<double>& curve, const char* cls, RunId run) {
     svg << "<polyline class=\"" << cls << "\" data-loss-run=\"" << run << "\" points=\"";

@@ -1,4 +1,6 @@
 // What a report shows, gathered from the ledger in one pass (report.h).
+#include <algorithm>
+
 #include "events/recipe.h"
 #include "events/sha256.h"
 #include "tools/attune/campaign_figures.h"
@@ -40,7 +42,7 @@ std::vector<Layer1Table> layer1_tables(const ReportData& data, const std::string
 }
 
 // Folds one event into the report's own series, after the view has taken it.
-void observe(ReportData& data, const Envelope& event, double& cumulative, RunId& leader) {
+void observe(ReportData& data, const Envelope& event, double& cumulative, double& band_at) {
   if (const auto* charged = std::get_if<Charged>(&event.body)) {
     cumulative += charged->gpu_hours > 0 ? charged->gpu_hours : 0.0;
     data.cumulative_gpu_hours[charged->run_id] = cumulative;
@@ -51,17 +53,32 @@ void observe(ReportData& data, const Envelope& event, double& cumulative, RunId&
   } else if (const auto* profile = std::get_if<ProfileAnalyzed>(&event.body)) {
     data.profiles[profile->run_id] = *profile;
   } else if (std::holds_alternative<BandSet>(event.body)) {
-    data.leader_line.emplace_back(cumulative, data.view.leader.tokens_per_s_per_gpu);
+    band_at = cumulative;
   }
-  const Leader& now = data.view.leader;
-  if (data.view.baseline_band.band_set && now.run_id != leader) {
-    // The new leader is measured when its verdict is recorded; its line starts there.
-    if (!data.leader_line.empty()) {
-      data.leader_line.emplace_back(cumulative, data.leader_line.back().second);
+}
+
+// The leader over the GPU-hours: the baseline mean from the band on, stepping up at each new
+// leader's own mark (the GPU-hours charged when it was), on to the end of the spending.
+std::vector<std::pair<double, double>> leader_line(const ReportData& d, double band_at,
+                                                   double end) {
+  std::vector<std::pair<double, double>> line;
+  if (!d.view.baseline_band.band_set) return line;
+  std::vector<std::pair<double, double>> leaders;  // (GPU-hours, tokens/s/GPU)
+  for (const RunRow& row : d.rows) {
+    const auto at = d.cumulative_gpu_hours.find(row.run_id);
+    if (row.verdict == Verdict::kNewLeader && row.tokens_per_s_per_gpu &&
+        at != d.cumulative_gpu_hours.end()) {
+      leaders.emplace_back(at->second, *row.tokens_per_s_per_gpu);
     }
-    data.leader_line.emplace_back(cumulative, now.tokens_per_s_per_gpu);
-    leader = now.run_id;
   }
+  std::sort(leaders.begin(), leaders.end());
+  line.emplace_back(band_at, d.view.baseline_band.mean_tokens_per_s_per_gpu);
+  for (const auto& [hours, tokens] : leaders) {
+    line.emplace_back(hours, line.back().second);
+    line.emplace_back(hours, tokens);
+  }
+  line.emplace_back(std::max(end, line.back().first), line.back().second);
+  return line;
 }
 
 }  // namespace
@@ -84,22 +101,20 @@ Result<ReportData> gather_report(const EventStore& store, const std::string& cam
   data.chain_reason = chain->reason;
   data.view = initial_view();
   double cumulative = 0.0;
-  RunId leader = 0;
+  double band_at = 0.0;
   Digest head{};
   Status status = store.for_each(campaign_id, [&](Envelope&& event) {
     head = event.hash;
     evolve(data.view, event);
-    observe(data, event, cumulative, leader);
+    observe(data, event, cumulative, band_at);
   });
   if (!status.ok()) return make_error(status.error());
   if (!data.view.opened) return make_error("campaign " + campaign_id + " has no CampaignOpened");
   data.head_hash = to_hex(head);
-  // The leader's line runs on to the end of the spending.
-  if (!data.leader_line.empty())
-    data.leader_line.emplace_back(cumulative, data.leader_line.back().second);
   data.efficiency = efficiency_of(data.view.settings);
   data.rows = run_rows(data.view, data.efficiency);
   data.economics = economics_of(data.view, data.efficiency);
+  data.leader_line = leader_line(data, band_at, cumulative);
   std::erase_if(data.loss_curves, [&](const auto& entry) {
     const auto row = data.view.ledger.rows.find(entry.first);
     return row == data.view.ledger.rows.end() || row->second.purpose != RunPurpose::kCheck;

@@ -50,16 +50,17 @@ class Columns {
     if (error != std::errc() || end == cell.data()) return fallback;
     return value;
   }
-  // A number; 0 for "-" (not published).
+  // A finite number, the whole cell; 0 for "-" (not published).
   double number(std::string_view name) const {
     const std::string cell = text(name);
     if (cell == "-") return 0;
-    try {
-      return std::stod(cell);
-    } catch (const std::exception&) {
+    double value = 0;
+    const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+    if (error != std::errc() || end != cell.data() + cell.size() || !std::isfinite(value)) {
       bad_ = std::string(name) + " '" + cell + "'";
       return 0;
     }
+    return value;
   }
   std::optional<std::string> problem() const {
     if (cells_.size() != header_.size()) {
@@ -107,8 +108,15 @@ PublishedRow row_of(const Columns& c) {
   r.recompute = c.text("recompute");
   r.pipeline_layout = c.text("pipeline_layout");
   r.tp_comm_overlap = c.integer("tp_comm_overlap", 0) > 0;
-  r.mtp_layers = c.integer("mtp_layers", 0);
+  // Unknown ("-"), the layout still says how many MTP layers it places.
+  r.mtp_layers = c.integer("mtp_layers", -1);
   r.other_flags = c.text("other_flags");
+  r.env = c.text("env");
+  r.task = c.text("task");
+  if (r.mtp_layers < 0) {
+    r.mtp_layers =
+        static_cast<int>(std::count(r.pipeline_layout.begin(), r.pipeline_layout.end(), 'm'));
+  }
   r.recipe_status = c.text("recipe_status");
   return r;
 }
@@ -151,18 +159,19 @@ std::string dispatcher_flags(const PublishedRow& r) {
 }
 
 std::string graph_flags(const PublishedRow& r) {
-  if (r.cuda_graph_impl == "transformer_engine") {
+  if (r.cuda_graph_impl == "full_iteration" || r.cuda_graph_scope == "full_iteration") {
+    // The whole step as one graph; Megatron wants the NaN check off with it.
+    return " --cuda-graph-impl full_iteration --no-check-for-nan-in-loss-and-grad";
+  }
+  if (r.cuda_graph_impl == "transformer_engine" || r.cuda_graph_impl == "local") {
     std::string modules;
     for (std::string_view m : split(r.cuda_graph_scope, ',')) {
       if (m == "attn" || m == "mlp" || m == "moe" || m == "moe_router" || m == "moe_preprocess") {
         modules += " " + std::string(m);
       }
     }
-    return " --cuda-graph-impl transformer_engine" +
+    return " --cuda-graph-impl " + r.cuda_graph_impl +
            (modules.empty() ? "" : " --cuda-graph-modules" + modules);
-  }
-  if (r.cuda_graph_impl == "local" || r.cuda_graph_impl == "full_iteration") {
-    return " --cuda-graph-impl local";
   }
   return "";
 }
@@ -170,8 +179,10 @@ std::string graph_flags(const PublishedRow& r) {
 std::string recompute_flags(const std::string& recompute) {
   const std::vector<std::string_view> parts = split(recompute, ':');
   if (parts[0] == "selective") {
+    // An empty module list recomputes nothing (Megatron's default list would be core_attn).
+    if (parts.size() > 1 && parts[1] == "(empty-list)") return "";
     std::string modules;
-    if (parts.size() > 1 && parts[1] != "(empty-list)" && parts[1] != "-") {
+    if (parts.size() > 1 && parts[1] != "-") {
       for (std::string_view m : split(parts[1], ',')) modules += " " + std::string(m);
     }
     return " --recompute-granularity selective" +
@@ -211,12 +222,39 @@ std::string other_flags(const PublishedRow& r) {
   if (other_setting(r, "moe_shared_expert_overlap") == "True") {
     flags += " --moe-shared-expert-overlap";
   }
+  if (other_setting(r, "ddp.grad_reduce_in_fp32") == "False") flags += " --grad-reduce-in-bf16";
+  if (other_setting(r, "cpu_offloading") == "True") {
+    const std::string layers = other_setting(r, "cpu_offloading_num_layers");
+    if (!layers.empty()) flags += " --cpu-offloading-num-layers " + layers;
+  }
   return flags;
 }
 
+// The data-parallel settings the source states, each on unless it says False.
+std::string data_parallel_flags(const PublishedRow& r) {
+  std::string flags;
+  if (other_setting(r, "ddp.use_distributed_optimizer") != "False") {
+    flags += " --use-distributed-optimizer";
+  }
+  if (other_setting(r, "ddp.overlap_grad_reduce") != "False") flags += " --overlap-grad-reduce";
+  if (other_setting(r, "ddp.overlap_param_gather") != "False") flags += " --overlap-param-gather";
+  if (other_setting(r, "cross_entropy_loss_fusion") != "False") {
+    flags += " --cross-entropy-loss-fusion";
+  }
+  return flags;
+}
+
+// CUDA_DEVICE_MAX_CONNECTIONS as the row's environment sets it (1 where it says nothing, as
+// Megatron's own scripts do; unset for Megatron-FSDP).
+std::string connections_env(const PublishedRow& r) {
+  for (std::string_view part : split(r.env, ';')) {
+    if (part.starts_with("CUDA_DEVICE_MAX_CONNECTIONS=")) return std::string(part) + " ";
+  }
+  return r.fsdp ? "" : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+}
+
 std::string recipe_text(const PublishedRow& r, const std::string& precision) {
-  std::string text =
-      r.fsdp ? "python pretrain_gpt.py" : "CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py";
+  std::string text = connections_env(r) + "python pretrain_gpt.py";
   text += " --tensor-model-parallel-size " + std::to_string(r.tp) +
           " --pipeline-model-parallel-size " + std::to_string(r.pp) + " --context-parallel-size " +
           std::to_string(r.cp);
@@ -232,9 +270,7 @@ std::string recipe_text(const PublishedRow& r, const std::string& precision) {
   if (r.tp_comm_overlap && r.tp > 1) text += " --tp-comm-overlap";
   text += " --micro-batch-size " + std::to_string(r.mbs) + " --global-batch-size " +
           std::to_string(r.gbs) + " --seq-length " + std::to_string(r.seq) + " --bf16" + precision;
-  text += r.fsdp ? " --use-megatron-fsdp"
-                 : " --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather";
-  text += " --cross-entropy-loss-fusion";
+  text += r.fsdp ? " --use-megatron-fsdp" : data_parallel_flags(r);
   if (r.mtp_layers > 0) text += " --mtp-num-layers " + std::to_string(r.mtp_layers);
   return text + dispatcher_flags(r) + graph_flags(r) + recompute_flags(r.recompute) +
          other_flags(r);
@@ -262,7 +298,7 @@ void held_out(std::vector<CalibrationRow>& rows,
               std::optional<double> CalibrationRow::*error) {
   std::set<std::string> groups;
   for (const CalibrationRow& r : rows) {
-    if (r.skipped.empty()) groups.insert(group(r.row));
+    if (r.skipped.empty() && group(r.row) != "-") groups.insert(group(r.row));
   }
   for (const std::string& g : groups) {
     const auto scales =
@@ -270,8 +306,8 @@ void held_out(std::vector<CalibrationRow>& rows,
     for (CalibrationRow& r : rows) {
       if (!r.skipped.empty() || group(r.row) != g) continue;
       const auto scale = scales.find(r.row.system);
-      const double factor = scale == scales.end() ? 1.0 : std::exp(scale->second);
-      r.*error = r.predicted * factor / r.row.tokens_per_s_per_gpu - 1.0;
+      if (scale == scales.end()) continue;  // nothing to fit this system on
+      r.*error = r.predicted * std::exp(scale->second) / r.row.tokens_per_s_per_gpu - 1.0;
     }
   }
 }
@@ -301,6 +337,9 @@ std::string_view published_rows_text() {
 Result<std::vector<PublishedRow>> parse_published_rows(std::string_view text,
                                                        std::string_view source_name) {
   std::vector<std::string_view> lines = split(text, '\n');
+  for (std::string_view& line : lines) {
+    if (line.ends_with('\r')) line.remove_suffix(1);  // a file saved with CRLF line ends
+  }
   if (lines.empty() || lines[0].find("tokens_per_s_per_gpu") == std::string_view::npos) {
     return make_error(
         std::string(source_name) +
@@ -320,8 +359,13 @@ Result<std::vector<PublishedRow>> parse_published_rows(std::string_view text,
 }
 
 Result<PublishedCase> published_case(const PublishedRow& row) {
+  if (row.task != "pretrain") return make_error("not pre-training (" + row.task + ")");
   const std::string preset = model_preset(row.model);
   if (preset.empty()) return make_error("no model preset");
+  if (const auto parts = split(row.recompute, ':');
+      parts[0] == "full" && (parts.size() < 3 || parts[1] == "-" || parts[2] == "-")) {
+    return make_error("incomplete recipe: full recompute without its method");
+  }
   auto hardware = load_hardware(row.system);
   if (!hardware.ok()) return make_error("no hardware preset");
   const auto precision = precision_flags(row.precision);
@@ -369,6 +413,8 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
       const Prediction p = predict(c->workload, c->recipe);
       if (!p.valid) {
         r.skipped = "Megatron refuses the recipe as attune reads it: " + p.error;
+      } else if (!(p.tokens_per_s_per_gpu > 0)) {
+        r.skipped = "the model predicts no throughput";
       } else {
         r.predicted = p.tokens_per_s_per_gpu;
         r.error_raw = r.predicted / r.row.tokens_per_s_per_gpu - 1.0;
@@ -382,18 +428,23 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
   held_out(
       out.rows, [](const PublishedRow& r) { return r.release; },
       &CalibrationRow::error_release_out);
-  std::vector<double> raw, model_out, release_out;
+  std::vector<double> raw, model_out, release_out, model_exact, release_exact;
   std::map<std::string, std::vector<double>> by_model;
   for (const CalibrationRow& r : out.rows) {
     if (!r.skipped.empty()) continue;
+    const bool exact = r.row.recipe_status == "exact";
     raw.push_back(r.error_raw);
     by_model[r.row.model].push_back(r.error_raw);
     if (r.error_model_out) model_out.push_back(*r.error_model_out);
     if (r.error_release_out) release_out.push_back(*r.error_release_out);
+    if (r.error_model_out && exact) model_exact.push_back(*r.error_model_out);
+    if (r.error_release_out && exact) release_exact.push_back(*r.error_release_out);
   }
   out.raw = summarize(raw);
   out.model_out = summarize(model_out);
   out.release_out = summarize(release_out);
+  out.model_out_exact = summarize(model_exact);
+  out.release_out_exact = summarize(release_exact);
   for (const auto& [model, errors] : by_model) out.raw_by_model[model] = summarize(errors);
   return out;
 }

@@ -9,9 +9,10 @@
 //  - raw: the model as it stands;
 //  - leave one model out: a scale per system, fitted (the mean log ratio of published to
 //    predicted) on the rows of every other model, applied to the held-out model's rows;
-//  - leave one release out: the same with the releases.
-// A held-out row's figure never enters the scale applied to it. Pure apart from nothing: the
-// rows are data, the model is pure.
+//  - leave one release out: the same with the releases (rows without a release, from outside
+//    Megatron-Bridge's tables, are not held out by release).
+// A held-out row's figure never enters the scale applied to it, and a row whose system has no
+// training rows gets no out-of-sample error. Only pre-training rows are priced. Pure.
 #pragma once
 
 #include <map>
@@ -50,6 +51,8 @@ struct PublishedRow {
   bool tp_comm_overlap = false;
   int mtp_layers = 0;
   std::string other_flags;    // the source's other settings, KEY=VALUE;...
+  std::string env;            // the source's environment, NAME=VALUE;...
+  std::string task;           // pretrain, sft, lora
   std::string recipe_status;  // exact or partial
 };
 
@@ -88,6 +91,9 @@ struct Calibration {
   ErrorSummary raw;
   ErrorSummary model_out;
   ErrorSummary release_out;
+  // The same over the rows whose recipe the source states whole (recipe_status exact).
+  ErrorSummary model_out_exact;
+  ErrorSummary release_out_exact;
   std::map<std::string, ErrorSummary> raw_by_model;
   std::map<std::string, std::size_t> skipped_by_reason;
 };

@@ -74,8 +74,12 @@ std::vector<std::pair<double, double>> leader_line(const ReportData& d, double b
   std::sort(leaders.begin(), leaders.end());
   line.emplace_back(band_at, d.view.baseline_band.mean_tokens_per_s_per_gpu);
   for (const auto& [hours, tokens] : leaders) {
-    line.emplace_back(hours, line.back().second);
-    line.emplace_back(hours, tokens);
+    // A run measured before the band was set is judged at the band; a leader always beats the
+    // one before it, so the line never steps down.
+    const double at = std::max(hours, band_at);
+    if (tokens <= line.back().second) continue;
+    line.emplace_back(at, line.back().second);
+    line.emplace_back(at, tokens);
   }
   line.emplace_back(std::max(end, line.back().first), line.back().second);
   return line;

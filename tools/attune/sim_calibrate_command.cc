@@ -54,6 +54,8 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           {"raw", summary_json(c.raw)},
           {"leave_one_model_out", summary_json(c.model_out)},
           {"leave_one_release_out", summary_json(c.release_out)},
+          {"leave_one_model_out_exact_recipes", summary_json(c.model_out_exact)},
+          {"leave_one_release_out_exact_recipes", summary_json(c.release_out_exact)},
           {"raw_by_model", by_model},
           {"skipped_by_reason", c.skipped_by_reason}};
 }
@@ -85,7 +87,9 @@ void print_text(const sim::Calibration& c, bool all) {
       << summary_line("raw (the model as it stands)", c.raw)
       << summary_line("leave one model out (a scale per system fitted on the other models)",
                       c.model_out)
-      << summary_line("leave one release out (fitted on the other releases)", c.release_out);
+      << summary_line("leave one release out (fitted on the other releases)", c.release_out)
+      << summary_line("  the same, rows with their whole recipe: model out", c.model_out_exact)
+      << summary_line("  the same, rows with their whole recipe: release out", c.release_out_exact);
   for (const auto& [model, s] : c.raw_by_model) out << summary_line("  raw, " + model, s);
   for (const auto& [reason, count] : c.skipped_by_reason) {
     out << "skipped   " << count << " rows: " << reason << "\n";

@@ -13,30 +13,10 @@ namespace {
 constexpr std::string_view kEntryPrefix = "entry/";
 constexpr int kEntrySchemaVersion = 1;
 
-nlohmann::json entry_json(const LeaderboardEntry& e) {
-  return {{"schema_version", kEntrySchemaVersion},
-          {"model", e.model},
-          {"hardware", e.hardware},
-          {"gpu_count", e.gpu_count},
-          {"seq_length", e.seq_length},
-          {"global_batch", e.global_batch},
-          {"precision", e.precision},
-          {"data", e.data},
-          {"launcher", e.launcher},
-          {"framework", e.framework},
-          {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
-          {"baseline_tokens_per_s_per_gpu", e.baseline_tokens_per_s_per_gpu},
-          {"gain_fraction", e.gain_fraction},
-          {"mfu", e.mfu},
-          {"usd_per_million_tokens", e.usd_per_million_tokens},
-          {"usd_per_gpu_hour", e.usd_per_gpu_hour},
-          {"campaign_id", e.campaign_id},
-          {"ledger_head_hash", e.ledger_head_hash},
-          {"ledger_path", e.ledger_path},
-          {"gate_verdicts", e.gate_verdicts},
-          {"recipe", e.recipe},
-          {"recipe_hash", e.recipe_hash},
-          {"added_at_unix_ns", e.added_at_unix_ns}};
+// A figure that may be unknown: null reads as 0.
+double figure(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& value = j.at(key);
+  return value.is_null() ? 0.0 : value.get<double>();
 }
 
 LeaderboardEntry entry_from_json(const nlohmann::json& j) {
@@ -53,9 +33,9 @@ LeaderboardEntry entry_from_json(const nlohmann::json& j) {
   e.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu").get<double>();
   e.baseline_tokens_per_s_per_gpu = j.at("baseline_tokens_per_s_per_gpu").get<double>();
   e.gain_fraction = j.at("gain_fraction").get<double>();
-  e.mfu = j.at("mfu").get<double>();
-  e.usd_per_million_tokens = j.at("usd_per_million_tokens").get<double>();
-  e.usd_per_gpu_hour = j.at("usd_per_gpu_hour").get<double>();
+  e.mfu = figure(j, "mfu");
+  e.usd_per_million_tokens = figure(j, "usd_per_million_tokens");
+  e.usd_per_gpu_hour = figure(j, "usd_per_gpu_hour");
   e.campaign_id = j.at("campaign_id").get<std::string>();
   e.ledger_head_hash = j.at("ledger_head_hash").get<std::string>();
   e.ledger_path = j.at("ledger_path").get<std::string>();
@@ -67,6 +47,32 @@ LeaderboardEntry entry_from_json(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+nlohmann::json leaderboard_entry_json(const LeaderboardEntry& e) {
+  auto known = [](double value) { return value > 0 ? nlohmann::json(value) : nlohmann::json(); };
+  return {{"model", e.model},
+          {"hardware", e.hardware},
+          {"gpu_count", e.gpu_count},
+          {"seq_length", e.seq_length},
+          {"global_batch", e.global_batch},
+          {"precision", e.precision},
+          {"data", e.data},
+          {"launcher", e.launcher},
+          {"framework", e.framework},
+          {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
+          {"baseline_tokens_per_s_per_gpu", e.baseline_tokens_per_s_per_gpu},
+          {"gain_fraction", e.gain_fraction},
+          {"mfu", known(e.mfu)},
+          {"usd_per_million_tokens", known(e.usd_per_million_tokens)},
+          {"usd_per_gpu_hour", known(e.usd_per_gpu_hour)},
+          {"campaign_id", e.campaign_id},
+          {"ledger_head_hash", e.ledger_head_hash},
+          {"ledger_path", e.ledger_path},
+          {"gate_verdicts", e.gate_verdicts},
+          {"recipe", e.recipe},
+          {"recipe_hash", e.recipe_hash},
+          {"added_at_unix_ns", e.added_at_unix_ns}};
+}
 
 struct LeaderboardStore::Impl {
   std::string dir;
@@ -109,7 +115,9 @@ Status LeaderboardStore::put(const LeaderboardEntry& entry) {
   // another entry; adding an unchanged ledger again replaces its own.
   const std::string key =
       std::string(kEntryPrefix) + entry.campaign_id + "/" + entry.ledger_head_hash;
-  const rocksdb::Status status = impl_->db->Put(options, key, entry_json(entry).dump());
+  nlohmann::json stored = leaderboard_entry_json(entry);
+  stored["schema_version"] = kEntrySchemaVersion;
+  const rocksdb::Status status = impl_->db->Put(options, key, stored.dump());
   if (!status.ok()) {
     return make_error("cannot write to the leaderboard " + impl_->dir + ": " + status.ToString());
   }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "events/result.h"
 
 namespace attune {
@@ -47,6 +49,10 @@ struct LeaderboardEntry {
 
   friend bool operator==(const LeaderboardEntry&, const LeaderboardEntry&) = default;
 };
+
+// An entry as JSON, the one form the store keeps and `leaderboard show --json` prints: an unknown
+// MFU or price (0) is null.
+nlohmann::json leaderboard_entry_json(const LeaderboardEntry& entry);
 
 class LeaderboardStore {
  public:

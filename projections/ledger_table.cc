@@ -10,12 +10,6 @@ namespace {
 
 constexpr const char* kArrow = "\xE2\x86\x92";  // U+2192 RIGHTWARDS ARROW, UTF-8
 
-std::string side_text(bool present, const std::string& value) {
-  if (!present) return "(none)";
-  if (value.empty()) return "(set)";
-  return value;
-}
-
 void admit(LedgerTable& state, const LaunchAdmitted& admitted, std::uint64_t sequence) {
   if (state.rows.contains(admitted.run_id)) return;
   LedgerRow row;
@@ -133,6 +127,12 @@ void evolve(LedgerTable& state, Envelope&& event, const Leader& leader) {
     return;
   }
   evolve(state, std::as_const(event), leader);
+}
+
+std::string side_text(bool present, const std::string& value) {
+  if (!present) return "(none)";
+  if (value.empty()) return "(set)";
+  return value;
 }
 
 std::string diff_summary_of(std::span<const SettingChange> diff) {

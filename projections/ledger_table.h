@@ -91,6 +91,10 @@ void evolve(LedgerTable& state, const Envelope& event, const Leader& leader);
 // again); `event` is left valid but unspecified.
 void evolve(LedgerTable& state, Envelope&& event, const Leader& leader);
 
+// One side of a change as the tables show it: "(none)" when absent, "(set)" for a flag without a
+// value, else the value.
+std::string side_text(bool present, const std::string& value);
+
 // "--tensor-model-parallel-size 2→1; --recompute-granularity (none)→full"; "baseline" for an
 // empty diff. An absent side reads "(none)", a present flag without a value "(set)".
 std::string diff_summary_of(std::span<const SettingChange> diff);

@@ -38,30 +38,12 @@ std::string mfu_text(const std::optional<double>& mfu) {
   return mfu ? format_percent(*mfu, 1) : "-";
 }
 
-// The change in lines of at most `width` code points, broken after "; " where it can be.
+// The change in lines of at most `width` code points, broken at spaces.
 std::vector<std::string> wrap_change(const std::string& text, std::size_t width) {
   std::vector<std::string> lines;
-  std::string line;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find("; ", start);
-    std::string part = text.substr(start, end == std::string::npos ? end : end - start);
-    std::string joined = line.empty() ? part : line + "; " + part;
-    if (!line.empty() && display_width(joined) > width) {
-      lines.push_back(line + ";");
-      joined = part;
-    }
-    line = std::move(joined);
-    while (display_width(line) > width) {
-      std::string head = cut_to_width(line, width);
-      head.resize(head.size() - std::string("…").size());
-      lines.push_back(head);
-      line = line.substr(head.size());
-    }
-    if (end == std::string::npos) break;
-    start = end + 2;
-  }
-  if (!line.empty() || lines.empty()) lines.push_back(line);
+  std::istringstream wrapped(wrap_words(text, width, ""));
+  for (std::string line; std::getline(wrapped, line);) lines.push_back(line);
+  if (lines.empty()) lines.emplace_back();
   return lines;
 }
 

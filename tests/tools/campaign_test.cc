@@ -169,43 +169,13 @@ TEST_F(Campaign, ResumesAfterAnAbruptExitAtEveryEventWithNothingLostOrDoubled) {
   EXPECT_GT(resumed, events / 2);
 }
 
-TEST_F(Campaign, RunsOnTheLocalLauncherWithRealProcessesInRealTime) {
-  // The same workload, its runs executed as local attune-sim-job processes that pace
-  // themselves and write their Megatron logs as they go.
+// The demo workload as a local campaign: each run an attune-sim-job process that paces itself at
+// `step_ms` per step and writes its Megatron log as it goes.
+void write_local_campaign(const fs::path& file, const std::string& name, int step_ms) {
   const std::string baseline =
       std::string(ATTUNE_SOURCE_DIR) + "/adapters/model/data/recipes/qwen3-30b-a3b-h100x16.sh";
-  const fs::path file = root_ / "local.toml";
-  std::ofstream(file) << "name = \"local-demo\"\n"
-                         "[cluster]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\ngpus = 16\n"
-                         "launcher = \"local\"\n"
-                         "[local]\njob = \""
-                      << ATTUNE_BIN_DIR
-                      << "/attune-sim-job --model qwen3-30b-a3b --gpu h100 --gpus 16 --seq 4096 "
-                         "--gbs 256 --recipe {recipe_file} --steps {steps} --log {log} --realtime "
-                         "--step-ms 20\"\nseconds_per_step = 0.05\n"
-                         "[workload]\nseq_length = 4096\nglobal_batch = 256\n"
-                         "[baseline]\nrecipe_file = \""
-                      << baseline
+  std::ofstream(file) << "name = \"" << name
                       << "\"\n"
-                         "[budget]\ngpu_hours = 0.03\n"
-                         "[run]\ncalibration_runs = 3\n";
-  Outcome outcome =
-      run(attune() + " campaign run " + file.string() + " --db " + db("local") + " --json");
-  ASSERT_EQ(outcome.exit_code, 0) << outcome.out;
-  auto summary = nlohmann::json::parse(outcome.out);
-  EXPECT_EQ(summary["baseline"]["calibration_runs"].get<int>(), 3);
-  EXPECT_GT(summary["baseline"]["tokens_per_s_per_gpu"].get<double>(), 0.0);
-  const std::string id = summary["campaign_id"].get<std::string>();
-  const std::string exported = export_ledger(db("local"), id);
-  EXPECT_NE(exported.find("\"facts_source\":\"local\""), std::string::npos);
-  EXPECT_EQ(run(attune() + " audit --db " + db("local") + " --campaign " + id).exit_code, 0);
-}
-
-// A local campaign of slow jobs: calibration runs of `step_ms` per step on real processes.
-void write_local_campaign(const fs::path& file, int step_ms) {
-  const std::string baseline =
-      std::string(ATTUNE_SOURCE_DIR) + "/adapters/model/data/recipes/qwen3-30b-a3b-h100x16.sh";
-  std::ofstream(file) << "name = \"local-interrupt\"\n"
                          "[cluster]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\ngpus = 16\n"
                          "launcher = \"local\"\n"
                          "[local]\njob = \""
@@ -223,9 +193,24 @@ void write_local_campaign(const fs::path& file, int step_ms) {
                          "[run]\ncalibration_runs = 3\n";
 }
 
+TEST_F(Campaign, RunsOnTheLocalLauncherWithRealProcessesInRealTime) {
+  const fs::path file = root_ / "local.toml";
+  write_local_campaign(file, "local-demo", 20);
+  Outcome outcome =
+      run(attune() + " campaign run " + file.string() + " --db " + db("local") + " --json");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.out;
+  auto summary = nlohmann::json::parse(outcome.out);
+  EXPECT_EQ(summary["baseline"]["calibration_runs"].get<int>(), 3);
+  EXPECT_GT(summary["baseline"]["tokens_per_s_per_gpu"].get<double>(), 0.0);
+  const std::string id = summary["campaign_id"].get<std::string>();
+  const std::string exported = export_ledger(db("local"), id);
+  EXPECT_NE(exported.find("\"facts_source\":\"local\""), std::string::npos);
+  EXPECT_EQ(run(attune() + " audit --db " + db("local") + " --campaign " + id).exit_code, 0);
+}
+
 TEST_F(Campaign, SigintStopsTheLocalJobsAndPrintsTheResumeCommand) {
   const fs::path file = root_ / "interrupt.toml";
-  write_local_campaign(file, 400);  // 14 steps: more than 5 s per job
+  write_local_campaign(file, "local-interrupt", 400);  // 14 steps: more than 5 s per job
   const std::string ledger = db("interrupt");
   const fs::path err = root_ / "err.txt";
   // Start the campaign, wait for its first job to start, then interrupt it.

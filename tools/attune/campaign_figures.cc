@@ -2,8 +2,18 @@
 
 #include "adapters/model/flops.h"
 #include "adapters/model/presets.h"
+#include "tools/attune/cli.h"
 
 namespace attune::cli {
+
+Result<LoadedCampaign> load_campaign(const std::string& db,
+                                     const std::optional<std::string>& campaign) {
+  auto store = open_ledger_read_only(db);
+  if (!store.ok()) return make_error(store.error());
+  auto picked = pick_campaign(**store, campaign);
+  if (!picked.ok()) return make_error(picked.error());
+  return LoadedCampaign{std::move(store).value(), picked.value()};
+}
 
 Result<CampaignView> fold_campaign(const EventStore& store, const std::string& campaign_id) {
   CampaignView view = initial_view();

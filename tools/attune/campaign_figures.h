@@ -2,6 +2,8 @@
 // model FLOPs per token, GPU peak and GPU-hour price its run rows and economics need.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "events/event.h"
@@ -11,6 +13,14 @@
 #include "projections/run_rows.h"
 
 namespace attune::cli {
+
+// A ledger opened read-only, and the campaign in it to show: the one asked for, else its only one.
+struct LoadedCampaign {
+  std::unique_ptr<EventStore> store;
+  std::string campaign_id;
+};
+Result<LoadedCampaign> load_campaign(const std::string& db,
+                                     const std::optional<std::string>& campaign);
 
 // Every event of the campaign folded into its view.
 Result<CampaignView> fold_campaign(const EventStore& store, const std::string& campaign_id);

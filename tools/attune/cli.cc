@@ -1,5 +1,7 @@
 #include "tools/attune/cli.h"
 
+#include <CLI/CLI.hpp>
+
 #include "projections/text_table.h"
 
 #include <algorithm>
@@ -7,6 +9,11 @@
 #include <iostream>
 
 namespace attune::cli {
+
+void add_ledger_options(CLI::App& command, std::string& db, std::optional<std::string>& campaign) {
+  command.add_option("--db", db, "Ledger folder (a RocksDB database)")->required();
+  command.add_option("--campaign", campaign, "Campaign id (default: the ledger's only campaign)");
+}
 
 void write_json_output(nlohmann::json out, int schema_version) {
   if (out.is_object() && !out.contains("schema_version")) out["schema_version"] = schema_version;

@@ -58,6 +58,10 @@ Result<ChainVerdict> verify_campaign_chain(const EventStore& store, const std::s
 Result<std::string> pick_campaign(const EventStore& store,
                                   const std::optional<std::string>& requested);
 
+// --db (required) and --campaign (default: the ledger's only campaign) for a command that reads
+// one campaign of a ledger.
+void add_ledger_options(CLI::App& command, std::string& db, std::optional<std::string>& campaign);
+
 // Subcommand registration. Each sets `exit_code` when its command runs.
 void add_view_commands(CLI::App& app, int& exit_code);          // status, replay, audit, ledger
 void add_campaign_commands(CLI::App& app, int& exit_code);      // campaign run

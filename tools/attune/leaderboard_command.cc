@@ -17,6 +17,7 @@
 #include "projections/leaderboard.h"
 #include "projections/number_format.h"
 #include "projections/text_table.h"
+#include "tools/attune/campaign_figures.h"
 #include "tools/attune/campaign_session.h"
 #include "tools/attune/cli.h"
 #include "tools/attune/report.h"
@@ -132,15 +133,15 @@ struct AddOptions {
 };
 
 int run_add(const AddOptions& options) {
-  auto store = open_ledger_read_only(options.db);
-  if (!store.ok()) return fail(store.error());
-  auto campaign = pick_campaign(**store, options.campaign);
-  if (!campaign.ok()) return fail(campaign.error());
-  auto data = gather_report(**store, campaign.value(), options.db);
+  auto loaded = load_campaign(options.db, options.campaign);
+  if (!loaded.ok()) return fail(loaded.error());
+  const EventStore& store = *loaded->store;
+  const std::string& campaign_id = loaded->campaign_id;
+  auto data = gather_report(store, campaign_id, options.db);
   if (!data.ok()) return fail(data.error());
   std::vector<std::string> evidence;
   if (const std::string why = refusal(data.value(), options.db, evidence); !why.empty()) {
-    std::cerr << "attune: leaderboard add refused for campaign " << campaign.value() << ": " << why
+    std::cerr << "attune: leaderboard add refused for campaign " << campaign_id << ": " << why
               << "\n";
     return kExitNo;
   }
@@ -212,9 +213,7 @@ void add_leaderboard_commands(CLI::App& app, int& exit_code) {
       "Admit a campaign's shipped recipe: only one that passed the gate (a shipped baseline: "
       "layer 1 on itself), from a ledger whose hash chain verifies (exit 1 when refused, with "
       "the reason)");
-  add->add_option("--db", add_options->db, "Ledger folder (a RocksDB database)")->required();
-  add->add_option("--campaign", add_options->campaign,
-                  "Campaign id (default: the ledger's only campaign)");
+  add_ledger_options(*add, add_options->db, add_options->campaign);
   add->add_option("--board", add_options->board, "Leaderboard folder (default: see above)");
   add->add_flag("--json", add_options->json, "Machine-readable output");
   add->callback([&exit_code, add_options] { exit_code = run_add(*add_options); });

@@ -16,33 +16,6 @@ namespace {
 std::string mfu_text(double mfu) { return mfu > 0 ? format_percent(mfu, 1) : "-"; }
 std::string usd_text(double usd) { return usd > 0 ? "$" + format_fixed(usd, 3) : "-"; }
 
-// A Markdown table cell: one line, pipes escaped, <, > and & as entities.
-std::string md_cell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '|':
-        out += "\\|";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '\n':
-        out += ' ';
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string render_leaderboard_text(const std::vector<LeaderboardRow>& rows) {
@@ -79,11 +52,12 @@ std::string render_leaderboard_md(const std::vector<LeaderboardRow>& rows) {
          "|---|---|---:|---|---|---:|---:|---:|---:|---|---|\n";
   for (const LeaderboardRow& row : rows) {
     const LeaderboardEntry& e = row.best;
-    out << "| " << md_cell(e.model) << " | " << md_cell(e.hardware) << " | " << e.gpu_count << " | "
-        << md_cell(workload_text(e)) << " | " << md_cell(e.launcher) << " | "
-        << format_fixed(e.tokens_per_s_per_gpu, 1) << " | " << mfu_text(e.mfu) << " | "
-        << usd_text(e.usd_per_million_tokens) << " | " << format_signed_percent(e.gain_fraction, 1)
-        << " | " << md_cell(e.campaign_id) << " | `" << e.ledger_head_hash.substr(0, 16) << "` |\n";
+    out << "| " << markdown_cell(e.model) << " | " << markdown_cell(e.hardware) << " | "
+        << e.gpu_count << " | " << markdown_cell(workload_text(e)) << " | "
+        << markdown_cell(e.launcher) << " | " << format_fixed(e.tokens_per_s_per_gpu, 1) << " | "
+        << mfu_text(e.mfu) << " | " << usd_text(e.usd_per_million_tokens) << " | "
+        << format_signed_percent(e.gain_fraction, 1) << " | " << markdown_cell(e.campaign_id)
+        << " | `" << e.ledger_head_hash.substr(0, 16) << "` |\n";
   }
   for (const LeaderboardRow& row : rows) {
     const LeaderboardEntry& e = row.best;
@@ -131,30 +105,9 @@ std::string render_leaderboard_html(const std::vector<LeaderboardRow>& rows) {
 nlohmann::json leaderboard_json(const std::vector<LeaderboardRow>& rows) {
   nlohmann::json list = nlohmann::json::array();
   for (const LeaderboardRow& row : rows) {
-    const LeaderboardEntry& e = row.best;
-    list.push_back({{"model", e.model},
-                    {"hardware", e.hardware},
-                    {"gpu_count", e.gpu_count},
-                    {"seq_length", e.seq_length},
-                    {"global_batch", e.global_batch},
-                    {"precision", e.precision},
-                    {"data", e.data},
-                    {"launcher", e.launcher},
-                    {"framework", e.framework},
-                    {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
-                    {"baseline_tokens_per_s_per_gpu", e.baseline_tokens_per_s_per_gpu},
-                    {"gain_fraction", e.gain_fraction},
-                    {"mfu", e.mfu > 0 ? nlohmann::json(e.mfu) : nlohmann::json(nullptr)},
-                    {"usd_per_million_tokens", e.usd_per_million_tokens > 0
-                                                   ? nlohmann::json(e.usd_per_million_tokens)
-                                                   : nlohmann::json(nullptr)},
-                    {"campaign_id", e.campaign_id},
-                    {"ledger_head_hash", e.ledger_head_hash},
-                    {"ledger_path", e.ledger_path},
-                    {"gate_verdicts", e.gate_verdicts},
-                    {"recipe", e.recipe},
-                    {"recipe_hash", e.recipe_hash},
-                    {"entries", row.entries}});
+    nlohmann::json entry = leaderboard_entry_json(row.best);
+    entry["entries"] = row.entries;
+    list.push_back(std::move(entry));
   }
   return {{"schema_version", 1}, {"rows", list}};
 }

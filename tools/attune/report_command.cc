@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "events/whole_file.h"
+#include "tools/attune/campaign_figures.h"
 #include "tools/attune/cli.h"
 #include "tools/attune/report.h"
 
@@ -29,11 +30,11 @@ int run_report(const ReportOptions& options) {
   if (format != "html" && format != "md") {
     return fail("--format: expected html or md, found '" + format + "'");
   }
-  auto store = open_ledger_read_only(options.db);
-  if (!store.ok()) return fail(store.error());
-  auto campaign = pick_campaign(**store, options.campaign);
-  if (!campaign.ok()) return fail(campaign.error());
-  auto data = gather_report(**store, campaign.value(), options.db);
+  auto loaded = load_campaign(options.db, options.campaign);
+  if (!loaded.ok()) return fail(loaded.error());
+  const EventStore& store = *loaded->store;
+  const std::string& campaign_id = loaded->campaign_id;
+  auto data = gather_report(store, campaign_id, options.db);
   if (!data.ok()) return fail(data.error());
   const std::string text =
       format == "html" ? render_report_html(data.value()) : render_report_md(data.value());
@@ -56,9 +57,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "A campaign's report from the ledger: throughput against GPU-hours (one mark per run), the "
       "shipped diff, the gate's evidence and loss curves, stage profiles, MFU, cost and payback; "
       "one self-contained HTML file (nothing fetched) or Markdown");
-  report->add_option("--db", options->db, "Ledger folder (a RocksDB database)")->required();
-  report->add_option("--campaign", options->campaign,
-                     "Campaign id (default: the ledger's only campaign)");
+  add_ledger_options(*report, options->db, options->campaign);
   report->add_option("--out", options->out, "The file to write (default: standard output)");
   report->add_option("--format", options->format,
                      "html or md (default: md for an --out ending in .md, else html)");

@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "projections/ledger_table.h"
 #include "projections/number_format.h"
 #include "tools/attune/report.h"
 #include "tools/attune/report_parts.h"
@@ -10,12 +11,6 @@
 namespace attune::cli {
 
 namespace {
-
-// A side of a change as the tables show it: "(none)" when absent, "(set)" for a bare switch.
-std::string side(bool present, const std::string& value) {
-  if (!present) return "(none)";
-  return value.empty() ? "(set)" : value;
-}
 
 std::string cell(const std::string& text, bool number = false) {
   return std::string(number ? "<td class=\"n\">" : "<td>") + html_escape(text) + "</td>";
@@ -100,9 +95,10 @@ std::string html_diff(const ReportData& d) {
   }
   out << "<table class=\"diff\">" << row_of({"setting", "baseline", "shipped", "class"}, true);
   for (const SettingChange& change : row->second.diff) {
-    out << row_of({change.name, side(change.before_present, change.before),
-                   side(change.after_present, change.after), to_string(change.objective_class)},
-                  false);
+    out << row_of(
+        {change.name, side_text(change.before_present, change.before),
+         side_text(change.after_present, change.after), to_string(change.objective_class)},
+        false);
   }
   out << "</table>\n";
   return out.str();
@@ -119,8 +115,8 @@ std::string layer1_html(const Layer1Table& table) {
   out << "<table class=\"layer1\">"
       << row_of({"setting", "baseline", "candidate", "class", "verdict", "rule"}, true);
   for (const CheckedChange& c : table.result->changes) {
-    out << row_of({c.change.name, side(c.change.before_present, c.change.before),
-                   side(c.change.after_present, c.change.after),
+    out << row_of({c.change.name, side_text(c.change.before_present, c.change.before),
+                   side_text(c.change.after_present, c.change.after),
                    to_string(c.change.objective_class), to_string(c.verdict), to_string(c.rule)},
                   false);
   }

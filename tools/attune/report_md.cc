@@ -3,43 +3,22 @@
 #include <algorithm>
 #include <sstream>
 
+#include "projections/ledger_table.h"
 #include "projections/number_format.h"
+#include "projections/text_table.h"
 #include "tools/attune/report.h"
 #include "tools/attune/report_parts.h"
 
 namespace attune::cli {
-namespace {
 
-// A table cell: one line; pipes escaped, and <, > and & as entities so that no renderer reads
-// a ledger string as HTML.
-std::string md(const std::string& text) {
+std::string markdown_cell(const std::string& text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '|':
-        out += "\\|";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '\n':
-      case '\r':
-        out += ' ';
-        break;
-      default:
-        out += c;
-    }
+  for (char c : html_escape(one_line(text))) {
+    if (c == '|') out += '\\';
+    out += c;
   }
   return out;
 }
-
-}  // namespace
 
 std::string markdown_fence_for(const std::string& text) {
   std::size_t longest = 0, run = 0;
@@ -52,12 +31,6 @@ std::string markdown_fence_for(const std::string& text) {
 
 namespace {
 
-// A side of a change: "(none)" when absent, "(set)" for a bare switch.
-std::string side(bool present, const std::string& value) {
-  if (!present) return "(none)";
-  return value.empty() ? "(set)" : value;
-}
-
 std::string md_percent(const std::optional<double>& v) { return v ? format_percent(*v, 1) : "-"; }
 std::string md_usd(const std::optional<double>& v, int decimals) {
   return v ? "$" + format_fixed(*v, decimals) : "no price given";
@@ -69,14 +42,15 @@ void md_summary(std::ostringstream& out, const ReportData& d) {
   const Budget& b = d.view.budget;
   out << "# Campaign " << d.view.campaign_id << "\n\n"
       << "| | |\n|---|---|\n"
-      << "| workload | " << md(s.model) << " on " << s.gpu_count << " x " << md(s.hardware)
-      << ", seq " << s.seq_length << ", global batch " << s.global_batch << ", " << s.precision
-      << (s.data.empty() ? "" : ", " + md(s.data)) << " |\n| tuner | " << md(s.tuner) << ", seed "
-      << s.seed << " |\n| shipped | ";
+      << "| workload | " << markdown_cell(s.model) << " on " << s.gpu_count << " x "
+      << markdown_cell(s.hardware) << ", seq " << s.seq_length << ", global batch "
+      << s.global_batch << ", " << s.precision
+      << (s.data.empty() ? "" : ", " + markdown_cell(s.data)) << " |\n| tuner | "
+      << markdown_cell(s.tuner) << ", seed " << s.seed << " |\n| shipped | ";
   if (!d.view.stop.shipped) {
     out << "nothing yet";
   } else if (d.view.stop.shipped->is_baseline) {
-    out << "the baseline recipe (" << md(d.view.stop.shipped->evidence) << ")";
+    out << "the baseline recipe (" << markdown_cell(d.view.stop.shipped->evidence) << ")";
   } else {
     out << "run " << d.view.stop.shipped->run_id << ": "
         << format_fixed(d.view.stop.shipped->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU, "
@@ -124,19 +98,20 @@ void md_chart(std::ostringstream& out, const ReportData& d) {
 
 void md_layer1(std::ostringstream& out, const Layer1Table& table) {
   if (!table.result) {
-    out << "Layer 1 cannot be shown again: " << md(table.note) << "\n\n";
+    out << "Layer 1 cannot be shown again: " << markdown_cell(table.note) << "\n\n";
     return;
   }
   out << "| setting | baseline | candidate | class | verdict | rule |\n|---|---|---|---|---|---|\n";
   for (const CheckedChange& c : table.result->changes) {
-    out << "| " << md(c.change.name) << " | " << md(side(c.change.before_present, c.change.before))
-        << " | " << md(side(c.change.after_present, c.change.after)) << " | "
+    out << "| " << markdown_cell(c.change.name) << " | "
+        << markdown_cell(side_text(c.change.before_present, c.change.before)) << " | "
+        << markdown_cell(side_text(c.change.after_present, c.change.after)) << " | "
         << to_string(c.change.objective_class) << " | " << to_string(c.verdict) << " | "
         << to_string(c.rule) << " |\n";
   }
   out << "\n";
   for (const ConfigRefusal& refusal : table.result->refusals) {
-    out << "- refused: " << md(refusal.message) << "\n";
+    out << "- refused: " << markdown_cell(refusal.message) << "\n";
   }
   if (!table.result->refusals.empty()) out << "\n";
 }
@@ -149,12 +124,12 @@ void md_gate(std::ostringstream& out, const ReportData& d) {
     out << "### Run " << g.candidate_run_id << ": layer 1 "
         << (g.layer1_passed ? "passed" : "failed") << ", layer 2 "
         << (g.layer2_passed ? "passed" : "failed") << "\n\n";
-    if (!g.reason.empty()) out << md(g.reason) << "\n\n";
+    if (!g.reason.empty()) out << markdown_cell(g.reason) << "\n\n";
     if (i < d.layer1.size()) md_layer1(out, d.layer1[i]);
     if (!g.checks.empty()) {
       out << "| check | measured | threshold | passed |\n|---|---:|---:|---|\n";
       for (const ConvergenceCheck& c : g.checks) {
-        out << "| " << md(c.name) << " | " << format_fixed(c.measured, 4) << " | "
+        out << "| " << markdown_cell(c.name) << " | " << format_fixed(c.measured, 4) << " | "
             << format_fixed(c.threshold, 4) << " | " << (c.passed ? "yes" : "no") << " |\n";
       }
       out << "\n";
@@ -188,8 +163,9 @@ void md_runs(std::ostringstream& out, const ReportData& d) {
         << (!r.parent        ? "-"
             : *r.parent == 0 ? "baseline"
                              : std::to_string(*r.parent))
-        << " | " << md(r.change) << " | " << (r.failure_class ? to_string(*r.failure_class) : "-")
-        << " | " << fixed(r.tokens_per_s_per_gpu) << " | " << fixed(r.tflops_per_gpu) << " | "
+        << " | " << markdown_cell(r.change) << " | "
+        << (r.failure_class ? to_string(*r.failure_class) : "-") << " | "
+        << fixed(r.tokens_per_s_per_gpu) << " | " << fixed(r.tflops_per_gpu) << " | "
         << md_percent(r.mfu) << " | " << format_fixed(r.gpu_hours, 1) << " | "
         << (so_far != d.cumulative_gpu_hours.end() ? format_fixed(so_far->second, 1) : "-") << " | "
         << (r.verdict ? to_string(*r.verdict) : "-") << " | "
@@ -202,7 +178,7 @@ void md_profiles(std::ostringstream& out, const ReportData& d) {
   if (d.profiles.empty()) return;
   out << "## Where the time goes (profiled runs)\n\n";
   for (const auto& [run, profile] : d.profiles) {
-    out << "### Run " << run << ": largest cost " << md(profile.largest_cost)
+    out << "### Run " << run << ": largest cost " << markdown_cell(profile.largest_cost)
         << "\n\n| stage | step ms | compute ms | exposed communication ms | host-bound ms | idle "
            "ms "
            "|\n|---:|---:|---:|---|---:|---:|\n";
@@ -212,8 +188,9 @@ void md_profiles(std::ostringstream& out, const ReportData& d) {
         comm += (comm.empty() ? "" : ", ") + c.kind + " " + format_fixed(c.exposed_ms, 2);
       }
       out << "| " << s.stage << " | " << format_fixed(s.step_ms, 2) << " | "
-          << format_fixed(s.compute_ms, 2) << " | " << md(comm.empty() ? "-" : comm) << " | "
-          << format_fixed(s.host_bound_ms, 2) << " | " << format_fixed(s.idle_ms, 2) << " |\n";
+          << format_fixed(s.compute_ms, 2) << " | " << markdown_cell(comm.empty() ? "-" : comm)
+          << " | " << format_fixed(s.host_bound_ms, 2) << " | " << format_fixed(s.idle_ms, 2)
+          << " |\n";
     }
     out << "\n";
   }

@@ -15,6 +15,9 @@ namespace attune::cli {
 
 // &, <, > and " as entities: safe in element text and in double-quoted attributes.
 std::string html_escape(std::string_view text);
+// A Markdown table cell: one line, markup as HTML entities (no renderer reads a ledger string as
+// HTML), pipes escaped.
+std::string markdown_cell(const std::string& text);
 // A code fence longer than any run of backticks in `text`, so that the text cannot end it.
 std::string markdown_fence_for(const std::string& text);
 

@@ -28,17 +28,17 @@ int run_runs(const RunsOptions& options) {
   if (format != "table" && format != "csv" && format != "json") {
     return fail("--format: expected table, csv or json, found '" + format + "'");
   }
-  auto store = open_ledger_read_only(options.db);
-  if (!store.ok()) return fail(store.error());
-  auto campaign = pick_campaign(**store, options.campaign);
-  if (!campaign.ok()) return fail(campaign.error());
-  auto view = fold_campaign(**store, campaign.value());
+  auto loaded = load_campaign(options.db, options.campaign);
+  if (!loaded.ok()) return fail(loaded.error());
+  const EventStore& store = *loaded->store;
+  const std::string& campaign_id = loaded->campaign_id;
+  auto view = fold_campaign(store, campaign_id);
   if (!view.ok()) return fail(view.error());
   const Efficiency efficiency = efficiency_of(view->settings);
   const std::vector<RunRow> rows = run_rows(view.value(), efficiency);
   if (format == "json") {
     const nlohmann::json out = {{"schema_version", kRunsSchemaVersion},
-                                {"campaign_id", campaign.value()},
+                                {"campaign_id", campaign_id},
                                 {"runs", runs_to_json(rows)},
                                 {"economics", to_json(economics_of(view.value(), efficiency))}};
     write_json_output(out);
@@ -58,9 +58,7 @@ void add_runs_command(CLI::App& app, int& exit_code) {
       "runs",
       "One row per run of a campaign, from the ledger: purpose, parent, what it changed against "
       "its parent, failure class, tokens/s/GPU, model TFLOP/s/GPU, MFU, GPU-hours, verdict, gain");
-  runs->add_option("--db", options->db, "Ledger folder (a RocksDB database)")->required();
-  runs->add_option("--campaign", options->campaign,
-                   "Campaign id (default: the ledger's only campaign)");
+  add_ledger_options(*runs, options->db, options->campaign);
   runs->add_option("--format", options->format,
                    "table (fits 100 columns; the change is cut), csv (every column) or json")
       ->capture_default_str();

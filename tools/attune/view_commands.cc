@@ -41,17 +41,8 @@ void add_common(CLI::App* command, ViewOptions& options, bool campaign_required)
   command->add_flag("--json", options.json, "Machine-readable output");
 }
 
-struct LoadedCampaign {
-  std::unique_ptr<EventStore> store;
-  std::string campaign_id;
-};
-
 Result<LoadedCampaign> load(const ViewOptions& options) {
-  auto store = open_ledger_read_only(options.db);
-  if (!store.ok()) return make_error(store.error());
-  auto campaign = pick_campaign(**store, options.campaign);
-  if (!campaign.ok()) return make_error(campaign.error());
-  return LoadedCampaign{std::move(store).value(), campaign.value()};
+  return load_campaign(options.db, options.campaign);
 }
 
 int run_status(const ViewOptions& options) {

@@ -4,11 +4,14 @@
 // it). Prints the raw, leave-one-model-out and leave-one-release-out errors.
 #include "adapters/model/published.h"
 
+#include "adapters/model/flops.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace attune::sim {
@@ -177,6 +180,40 @@ TEST(SimPublished, RowsArePricedWithTheSettingsTheirSourceStates) {
   auto incomplete = published_case(row_named(rows, "mz-qwen3-235b-h100-256-deepep-tp2ep8-fsdp"));
   ASSERT_FALSE(incomplete.ok());
   EXPECT_NE(incomplete.error().find("incomplete recipe"), std::string::npos);
+}
+
+// Megatron-Bridge prints each row's TFLOP/s/GPU beside its tokens/s/GPU, from its own FLOP count:
+// attune's copy of Megatron's count (flops.cc), which it did not fit to these rows, must give the
+// same FLOPs per token.
+TEST(SimPublished, MegatronFlopsPerTokenMatchWhatTheTablesPrint) {
+  std::vector<double> errors;
+  std::map<std::string, std::vector<double>> by_model;
+  for (const PublishedRow& row : compiled_rows()) {
+    if (row.tokens_per_s_per_gpu <= 0 || row.tflops_per_gpu <= 0 || row.source == "paper") {
+      continue;
+    }
+    auto c = published_case(row);
+    if (!c.ok()) continue;
+    const double ours =
+        megatron_flops_per_step(c->workload.model, row.seq, 1, row.tp, row.mtp_layers) / row.seq;
+    const double theirs = row.tflops_per_gpu * 1e12 / row.tokens_per_s_per_gpu;
+    errors.push_back(ours / theirs - 1);
+    by_model[row.model].push_back(ours / theirs - 1);
+  }
+  const ErrorSummary s = summarize(errors);
+  std::printf(
+      "Megatron FLOPs per token against the tables' TFLOP/s: median %.2f%%, p90 %.2f%% over "
+      "%zu rows\n",
+      100 * s.median_abs, 100 * s.p90_abs, s.rows);
+  for (const auto& [model, e] : by_model) {
+    const ErrorSummary m = summarize(e);
+    std::printf("  %-16s median %6.2f%% p90 %6.2f%% (%zu rows)\n", model.c_str(),
+                100 * m.median_abs, 100 * m.p90_abs, m.rows);
+  }
+  ASSERT_GT(s.rows, 50u);
+  // A model whose tables count its gated MLP differently (GPT-OSS's clamped SwiGLU is counted as
+  // two matrices there, 26% fewer FLOPs) moves the tail, not the median.
+  EXPECT_LT(s.median_abs, 0.01);
 }
 
 TEST(SimPublished, SummaryIsTheMedianAndTheNinetiethPercentileOfTheAbsoluteErrors) {

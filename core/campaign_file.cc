@@ -239,7 +239,7 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   const toml::table* cluster = nullptr;
   ATTUNE_TRY(section("cluster", true, cluster));
   TableReader c(cluster, path, "cluster", 1);
-  ATTUNE_TRY(c.unknown_keys({"model", "hardware", "gpus", "launcher"}));
+  ATTUNE_TRY(c.unknown_keys({"model", "hardware", "gpus", "launcher", "stack"}));
   ATTUNE_TRY(c.text("model", spec.model, true));
   ATTUNE_TRY(c.text("hardware", spec.hardware, true));
   ATTUNE_TRY(c.count("gpus", spec.gpus, true, 1, kGpusMax));
@@ -247,6 +247,14 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   if (spec.launcher != "sim" && spec.launcher != "local" && spec.launcher != "slurm") {
     return c.wrong(*c.find("launcher"), "launcher", "one of sim, local, slurm",
                    "'" + spec.launcher + "'");
+  }
+  ATTUNE_TRY(c.text("stack", spec.stack, false));
+  if (!spec.stack.empty() && spec.launcher != "sim") {
+    return c.wrong(*c.find("stack"), "stack", "no stack: it describes the simulated cluster",
+                   "a stack with launcher '" + spec.launcher + "'");
+  }
+  if (spec.stack.ends_with(".toml") || spec.stack.find('/') != std::string::npos) {
+    spec.stack = resolve_relative(path, spec.stack);
   }
 
   const toml::table* workload = nullptr;
@@ -479,6 +487,7 @@ CampaignOpened campaign_opened(const CampaignSpec& spec) {
   opened.reality_seed = spec.reality_seed;
   opened.campaign_file_hash = spec.file_hash;
   opened.launcher = spec.launcher;
+  opened.sim_stack = spec.stack;
   opened.policy_path = spec.policy_path;
   opened.job_template = spec.job_template;
   opened.expected_seconds_per_step = spec.expected_seconds_per_step;

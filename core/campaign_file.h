@@ -25,6 +25,9 @@ struct CampaignSpec {
   std::string hardware;  // preset name or path of a hardware TOML file
   std::uint32_t gpus = 0;
   std::string launcher = "sim";
+  // [cluster] stack: the simulated cluster's software stack, a preset name (megatron-bridge,
+  // slime) or the path of a stack TOML file; empty: megatron-bridge. Only with launcher "sim".
+  std::string stack;
 
   std::uint32_t seq_length = 0;
   std::uint32_t global_batch = 0;

@@ -385,6 +385,7 @@ void write(const CampaignOpened& value, BodyBuilder body) {
   out.setTunerBlackBox(value.tuner_black_box);
   out.setLeverGroupsHash(as_text(value.lever_groups_hash));
   out.setUsdPerGpuHour(value.usd_per_gpu_hour);
+  out.setSimStack(as_text(value.sim_stack));
 }
 
 void write(const CandidateProposed& value, BodyBuilder body) {
@@ -732,6 +733,7 @@ CampaignOpened read(wire::CampaignOpened::Reader in, Problems&) {
   value.tuner_black_box = in.getTunerBlackBox();
   value.lever_groups_hash = read_text(in.getLeverGroupsHash());
   value.usd_per_gpu_hour = in.getUsdPerGpuHour();
+  value.sim_stack = read_text(in.getSimStack());
   return value;
 }
 

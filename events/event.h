@@ -121,6 +121,7 @@ struct CampaignOpened {
   bool tuner_black_box = false;    // the tuner draws whole configurations: rule 2 does not bind it
   std::string lever_groups_hash;   // hex SHA-256 of the lever groups that count levers (rule 2)
   double usd_per_gpu_hour = 0.0;   // [cost]: the price of one GPU-hour; 0 = no dollar figures
+  std::string sim_stack;  // the simulated cluster's stack: preset name or path; empty: default
 
   friend bool operator==(const CampaignOpened&, const CampaignOpened&) = default;
 };

@@ -98,7 +98,8 @@ json fields(const CampaignOpened& value) {
           {"tuner_options", value.tuner_options},
           {"tuner_black_box", value.tuner_black_box},
           {"lever_groups_hash", value.lever_groups_hash},
-          {"usd_per_gpu_hour", value.usd_per_gpu_hour}};
+          {"usd_per_gpu_hour", value.usd_per_gpu_hour},
+          {"sim_stack", value.sim_stack}};
 }
 
 json fields(const CandidateProposed& value) {

@@ -80,6 +80,7 @@ struct CampaignOpened {
   tunerBlackBox @35 :Bool;  # the tuner draws whole configurations (exempt from rule 2)
   leverGroupsHash @36 :Text;  # hex SHA-256 of the lever groups decide() counted levers with
   usdPerGpuHour @37 :Float64;  # the campaign file's [cost] price of one GPU-hour; 0 = none
+  simStack @38 :Text;  # the simulated cluster's stack profile (preset name or path); empty: default
 }
 
 struct CandidateProposed {

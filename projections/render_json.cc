@@ -172,6 +172,7 @@ json to_json(const CampaignOpened& settings) {
       {"tuner", valid_utf8(settings.tuner)},
       {"seed", settings.seed},
       {"reality_seed", settings.reality_seed},
+      {"sim_stack", valid_utf8(settings.sim_stack)},
       {"campaign_file_hash", valid_utf8(settings.campaign_file_hash)},
       {"launcher", valid_utf8(settings.launcher)},
       {"policy_path", valid_utf8(settings.policy_path)},

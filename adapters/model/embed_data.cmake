@@ -1,9 +1,10 @@
-# Writes a C++ source defining attune::sim::preset_files(): every models/*.toml,
+# Writes a C++ source defining attune::sim::preset_files(): every models/*.toml, stacks/*.toml,
 # hardware/*.toml and recipes/*.sh, and published/rows.tsv, under DATA_DIR as {path relative to
 # DATA_DIR, text}.
 # Usage: cmake -DDATA_DIR=dir -DOUTPUT=file.cc -P embed_data.cmake
 file(GLOB files RELATIVE ${DATA_DIR}
-     ${DATA_DIR}/models/*.toml ${DATA_DIR}/hardware/*.toml ${DATA_DIR}/recipes/*.sh
+     ${DATA_DIR}/models/*.toml ${DATA_DIR}/hardware/*.toml ${DATA_DIR}/stacks/*.toml
+     ${DATA_DIR}/recipes/*.sh
      ${DATA_DIR}/published/rows.tsv)
 list(SORT files)
 set(arrays "")

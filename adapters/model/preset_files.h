@@ -1,6 +1,6 @@
 // The simulator's data files compiled into the binary: model presets (models/NAME.toml),
-// hardware presets (hardware/NAME.toml), baseline recipes (recipes/NAME.sh) and the published
-// throughputs (published/rows.tsv), as their bytes.
+// hardware presets (hardware/NAME.toml), stack profiles (stacks/NAME.toml), baseline recipes
+// (recipes/NAME.sh) and the published throughputs (published/rows.tsv), as their bytes.
 //
 // The table is generated at build time from adapters/model/data by embed_data.cmake. It is
 // immutable; any thread may read it.

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "adapters/model/preset_files.h"
+#include "adapters/model/stack_profile.h"
 
 namespace attune::sim {
 namespace {
@@ -74,6 +75,7 @@ Result<Spec> load(std::string_view name_or_path, std::string_view kind, std::str
 std::vector<std::string> model_preset_names() { return names_in("models/", ".toml"); }
 std::vector<std::string> hardware_preset_names() { return names_in("hardware/", ".toml"); }
 std::vector<std::string> recipe_preset_names() { return names_in("recipes/", ".sh"); }
+std::vector<std::string> stack_preset_names() { return names_in("stacks/", ".toml"); }
 
 Result<ModelSpec> load_model(std::string_view name_or_path) {
   return load<ModelSpec>(name_or_path, "model", "models/", parse_model_toml);
@@ -81,6 +83,10 @@ Result<ModelSpec> load_model(std::string_view name_or_path) {
 
 Result<HardwareSpec> load_hardware(std::string_view name_or_path) {
   return load<HardwareSpec>(name_or_path, "hardware", "hardware/", parse_hardware_toml);
+}
+
+Result<StackProfile> load_stack(std::string_view name_or_path) {
+  return load<StackProfile>(name_or_path, "stack", "stacks/", parse_stack_toml);
 }
 
 Result<std::string> recipe_preset_text(std::string_view name) {

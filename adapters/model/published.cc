@@ -325,6 +325,59 @@ PublishedRow with_tokens(PublishedRow row) {
   return row;
 }
 
+// Each term's share and refitted multipliers, and the error with every term refitted, in sample
+// and fitted on the other models' rows.
+void attribute_to_terms(Calibration& out) {
+  std::vector<TermRow> rows;
+  std::vector<std::vector<double>> shares(kTermCount);
+  for (const CalibrationRow& r : out.rows) {
+    if (!r.skipped.empty()) continue;
+    rows.push_back(r.terms);
+    double step_s = 0;
+    for (double t : r.terms.predicted_s) step_s += t;
+    for (std::size_t k = 0; k < kTermCount; ++k) {
+      shares[k].push_back(step_s > 0 ? r.terms.predicted_s[k] / step_s : 0.0);
+    }
+  }
+  if (rows.empty()) return;
+  std::array<bool, kTermCount> all;
+  all.fill(true);
+  const TermSeconds together = fit_term_multipliers(rows, all, kTermRidgePerRow);
+  std::vector<double> errors;
+  for (const TermRow& row : rows) errors.push_back(error_with(row, together));
+  out.terms_refitted = summarize(errors);
+  for (std::size_t k = 0; k < kTermCount; ++k) {
+    std::array<bool, kTermCount> one{};
+    one[k] = true;
+    const TermSeconds alone = fit_term_multipliers(rows, one, kTermRidgePerRow);
+    std::vector<double> alone_errors;
+    for (const TermRow& row : rows) alone_errors.push_back(error_with(row, alone));
+    std::vector<double> share = shares[k];
+    std::sort(share.begin(), share.end());
+    out.terms.push_back(TermAttribution{term_names()[k], share[share.size() / 2], alone[k],
+                                        summarize(alone_errors), together[k]});
+  }
+  std::set<std::string> models;
+  for (const CalibrationRow& r : out.rows) {
+    if (r.skipped.empty()) models.insert(r.row.model);
+  }
+  std::vector<double> held_out_errors;
+  for (const std::string& model : models) {
+    std::vector<TermRow> others;
+    for (const CalibrationRow& r : out.rows) {
+      if (r.skipped.empty() && r.row.model != model) others.push_back(r.terms);
+    }
+    if (others.empty()) continue;
+    const TermSeconds fitted = fit_term_multipliers(others, all, kTermRidgePerRow);
+    for (const CalibrationRow& r : out.rows) {
+      if (r.skipped.empty() && r.row.model == model) {
+        held_out_errors.push_back(error_with(r.terms, fitted));
+      }
+    }
+  }
+  out.model_out_terms_refitted = summarize(held_out_errors);
+}
+
 }  // namespace
 
 std::string_view published_rows_text() {
@@ -418,6 +471,8 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
       } else {
         r.predicted = p.tokens_per_s_per_gpu;
         r.error_raw = r.predicted / r.row.tokens_per_s_per_gpu - 1.0;
+        r.terms.predicted_s = term_seconds(p.breakdown);
+        r.terms.measured_step_s = p.step_time_s * r.predicted / r.row.tokens_per_s_per_gpu;
       }
     }
     if (!r.skipped.empty()) ++out.skipped_by_reason[r.skipped.substr(0, r.skipped.find(':'))];
@@ -446,6 +501,7 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
   out.model_out_exact = summarize(model_exact);
   out.release_out_exact = summarize(release_exact);
   for (const auto& [model, errors] : by_model) out.raw_by_model[model] = summarize(errors);
+  attribute_to_terms(out);
   return out;
 }
 

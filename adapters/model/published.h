@@ -10,7 +10,9 @@
 //  - leave one model out: a scale per system, fitted (the mean log ratio of published to
 //    predicted) on the rows of every other model, applied to the held-out model's rows;
 //  - leave one release out: the same with the releases (rows without a release, from outside
-//    Megatron-Bridge's tables, are not held out by release).
+//    Megatron-Bridge's tables, are not held out by release);
+// and attributes it to the model's cost terms (the multiplier per term that best explains the
+// rows), in sample and, all terms together, leaving one model out.
 // A held-out row's figure never enters the scale applied to it, and a row whose system has no
 // training rows gets no out-of-sample error. Only pre-training rows are priced. Pure.
 #pragma once
@@ -21,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/model/term_fit.h"
 #include "adapters/model/workload.h"
 #include "events/recipe.h"
 #include "events/result.h"
@@ -78,12 +81,24 @@ struct CalibrationRow {
   double error_raw = 0;                     // predicted / published - 1
   std::optional<double> error_model_out;    // leave one model out
   std::optional<double> error_release_out;  // leave one release out
+  TermRow terms;  // the predicted step's seconds per cost term, and the published step time
 };
 
 struct ErrorSummary {
   std::size_t rows = 0;
   double median_abs = 0;
   double p90_abs = 0;
+};
+
+// How much of the error one cost term carries: its share of the predicted step and the
+// multiplier that best explains the published rows, refitted alone and with every term at once
+// (term_fit.h). In sample: a diagnosis of the physics.
+struct TermAttribution {
+  std::string_view term;
+  double share_median = 0;  // of the predicted step, over the priced rows
+  double alone_multiplier = 1.0;
+  ErrorSummary alone;  // the rows' error with this term alone refitted
+  double together_multiplier = 1.0;
 };
 
 struct Calibration {
@@ -96,6 +111,9 @@ struct Calibration {
   ErrorSummary release_out_exact;
   std::map<std::string, ErrorSummary> raw_by_model;
   std::map<std::string, std::size_t> skipped_by_reason;
+  std::vector<TermAttribution> terms;
+  ErrorSummary terms_refitted;            // every term refitted, in sample
+  ErrorSummary model_out_terms_refitted;  // every term fitted on the other models' rows
 };
 
 Calibration calibrate(const std::vector<PublishedRow>& rows);

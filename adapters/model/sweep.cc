@@ -225,7 +225,7 @@ std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
     std::uint32_t modules;
   };
   std::vector<Graphs> graphs{{base.cuda_graph, base.cuda_graph_modules}};
-  if (options.vary_cuda_graphs) {
+  if (options.vary_cuda_graphs && options.stack.cuda_graphs) {
     // The modules of published MoE recipes (perf_model.md §3c); a dense model's graphs take whole
     // layers.
     const std::uint32_t modules =
@@ -317,7 +317,10 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
   if (!decoded.ok()) return make_error(decoded.error());
   const Layout& base = decoded.value();
   SweepResult result;
-  result.baseline = predict(w, baseline, options.factors);
+  Result<ResolvedLayout> resolved_base = resolve_layout(w, base);
+  result.baseline = resolved_base.ok()
+                        ? predict_on_stack(w, resolved_base.value(), options.stack, options.factors)
+                        : predict(w, baseline, options.factors);
 
   std::vector<std::vector<Split>> splits_by_pp(w.model.num_layers + 1);
   for (int pp = 1; pp <= w.model.num_layers; ++pp) {
@@ -342,7 +345,8 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
         Result<ResolvedLayout> resolved = resolve_layout(w, candidate(base, shape, experts, k));
         if (!resolved.ok()) continue;
         ++result.layouts_valid;
-        Prediction prediction = predict_resolved(w, resolved.value(), options.factors);
+        Prediction prediction =
+            predict_on_stack(w, resolved.value(), options.stack, options.factors);
         if (!prediction.fits_in_memory) continue;
         ++result.layouts_fitting;
         if (!best.admits(prediction.tokens_per_s_per_gpu)) continue;

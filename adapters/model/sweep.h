@@ -15,6 +15,7 @@
 #include "adapters/model/cost_factors.h"
 #include "adapters/model/layout.h"
 #include "adapters/model/prediction.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/model/workload.h"
 #include "events/recipe.h"
 #include "events/result.h"
@@ -39,7 +40,10 @@ struct SweepOptions {
   // kernels binds, graphs are worth as much as a layout change, and the oracle must stay an upper
   // bound.
   bool vary_cuda_graphs = true;
-  CostFactors factors;  // all 1.0: the clean model
+  CostFactors factors;  // all 1.0: the clean model; fold in the stack's own factors
+  // The stack the layouts run on: its loop's time counts, and without CUDA graphs no graph
+  // variant is tried (it would run as the eager one).
+  StackProfile stack;
 };
 
 struct SweepEntry {

@@ -48,6 +48,31 @@ bool contiguous_group_spans_domains(int world_size, int group_size, int domain_g
   return false;
 }
 
+// The largest memory factor, at most `factors.memory`, at which `baseline` still fits, when it
+// fits at the stack's own memory factor; `factors.memory` otherwise.
+double memory_factor_keeping(const Workload& workload, const Recipe& baseline,
+                             const StackProfile& stack, CostFactors factors) {
+  constexpr int kBisections = 30;
+  Result<Layout> layout = decode_layout(workload, baseline);
+  if (!layout.ok()) return factors.memory;
+  Result<ResolvedLayout> resolved = resolve_layout(workload, *layout);
+  if (!resolved.ok()) return factors.memory;
+  const auto fits = [&](double memory) {
+    CostFactors f = factors;
+    f.memory = memory;
+    return predict_on_stack(workload, *resolved, stack, f).fits_in_memory;
+  };
+  const double drawn = factors.memory;
+  double low = std::min(drawn, stack.factors.memory);
+  if (fits(drawn) || !fits(low)) return drawn;
+  double high = drawn;
+  for (int i = 0; i < kBisections; ++i) {
+    const double middle = 0.5 * (low + high);
+    (fits(middle) ? low : high) = middle;
+  }
+  return low;
+}
+
 std::string node_name(int index) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "node-%03d", index + 1);
@@ -117,7 +142,10 @@ int first_rank_of_stage(int world_size, int pipeline_stages, int stage) {
 World::World(Workload workload, WorldConfig config)
     : workload_(std::move(workload)), config_(std::move(config)) {
   ATTUNE_ASSERT(workload_.gpus > 0, "a world has GPUs");
-  factors_ = sim::hidden_factors(workload_, config_);
+  factors_ = times(sim::hidden_factors(workload_, config_), config_.stack.factors);
+  if (config_.baseline) {
+    factors_.memory = memory_factor_keeping(workload_, *config_.baseline, config_.stack, factors_);
+  }
   const int domain = workload_.hardware.nvlink_domain_gpus;
   gpus_per_node_ = config_.gpus_per_node > 0     ? config_.gpus_per_node
                    : (domain > 0 && domain <= 8) ? domain
@@ -213,7 +241,8 @@ SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uin
     return fail_at_startup(JobOutcome::kInvalidAtStartup, layout.error(), kInvalidAtStartupS);
   }
   Result<ResolvedLayout> resolved = resolve_layout(workload_, *layout);
-  run.prediction = predict(workload_, recipe, factors_);
+  if (resolved.ok())
+    run.prediction = predict_on_stack(workload_, *resolved, config_.stack, factors_);
   if (!resolved.ok() || !run.prediction.valid) {
     return fail_at_startup(JobOutcome::kInvalidAtStartup,
                            resolved.ok() ? run.prediction.error : resolved.error(),

@@ -23,6 +23,7 @@
 #include "adapters/model/cost_factors.h"
 #include "adapters/model/layout.h"
 #include "adapters/model/prediction.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/model/workload.h"
 #include "adapters/world/loss_model.h"
 #include "events/recipe.h"
@@ -63,6 +64,13 @@ struct WorldConfig {
   int gpus_per_node = 0;  // 0: the hardware's NVLink domain when it is at most 8, else 4
   int nodes = 0;          // 0: room for kConcurrentJobsMax jobs of the workload, plus spares
   std::vector<StackDefect> defects = all_stack_defects();
+  // The software stack the cluster trains with: its terms multiply the hidden factors, its
+  // between-step work adds to every step, and without CUDA graphs a recipe runs eagerly.
+  StackProfile stack;
+  // The recipe that works on this cluster (a campaign's baseline). The premise of tuning is that
+  // it runs: where it fits in memory on the stack, the hidden memory factor is held at most at
+  // the value that keeps it fitting. Empty: no such premise.
+  std::optional<Recipe> baseline;
 };
 
 enum class JobOutcome : std::uint8_t {
@@ -116,7 +124,8 @@ class World {
 
   const Workload& workload() const { return workload_; }
   const WorldConfig& config() const { return config_; }
-  // The hidden efficiency factors of this hardware/model pair at this reality seed.
+  // The efficiency factors runs see: this hardware/model pair's hidden factors at this reality
+  // seed, times the stack's, with the memory factor held where the baseline premise needs it.
   const CostFactors& hidden_factors() const { return factors_; }
   int gpus_per_node() const { return gpus_per_node_; }
   int nodes_needed() const;  // by one job of the workload
@@ -148,7 +157,8 @@ class World {
   std::vector<std::string> node_names_;
 };
 
-// The default world's hidden factors of a workload's hardware/model pair at `reality_seed`.
+// The hidden factors of a workload's hardware/model pair at the config's reality seed, as drawn
+// (before the stack and the baseline premise).
 CostFactors hidden_factors(const Workload& workload, const WorldConfig& config);
 
 // The global rank that the first GPU of pipeline stage `stage` holds, with Megatron's default

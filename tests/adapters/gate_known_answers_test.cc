@@ -603,6 +603,38 @@ std::string padded(std::string_view text, std::size_t width) {
   return out;
 }
 
+// The paper's Table 5: the gate caught 16 of its 24 faulty runs (a fault tested on several models
+// counts once per model); its per-fault cells (Table B2) are not in the text we hold.
+constexpr int kPaperFaultyRunsCaught = 16;
+constexpr int kPaperFaultyRuns = 24;
+
+// Per fault (every case that changes the objective), the models on which the gate refused it.
+std::string per_fault_catch(const std::vector<Verdict>& verdicts) {
+  std::map<std::string, std::pair<int, int>> by_fault;  // caught, runs with a verdict
+  for (const Verdict& v : verdicts) {
+    if (v.category == Category::kLegitimate || !v.has_verdict()) continue;
+    auto& [caught, runs] =
+        by_fault[std::string(category_name(v.category)) + ": " + std::string(v.name)];
+    ++runs;
+    if (v.gate_refused()) ++caught;
+  }
+  std::ostringstream out;
+  out << "\nCatch rate per fault (models caught / models tested)\n";
+  int caught_all = 0, runs_all = 0;
+  for (const auto& [fault, counts] : by_fault) {
+    out << "  " << padded(fault, 84) << " " << counts.first << "/" << counts.second << "\n";
+    caught_all += counts.first;
+    runs_all += counts.second;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "  all faulty runs: %d/%d caught (%.0f%%); the paper's gate: %d/%d (%.0f%%)\n",
+                caught_all, runs_all, runs_all ? 100.0 * caught_all / runs_all : 0.0,
+                kPaperFaultyRunsCaught, kPaperFaultyRuns,
+                100.0 * kPaperFaultyRunsCaught / kPaperFaultyRuns);
+  return out.str() + line;
+}
+
 TEST(GateKnownAnswers, PrintsTheConfusionTable) {
   const std::vector<Verdict>& verdicts = known_answers();
   std::ostringstream out;
@@ -655,6 +687,8 @@ TEST(GateKnownAnswers, PrintsTheConfusionTable) {
   out << "\nLayer 2 outside any campaign, on the configurations layer 1 refused: " << outside_fail
       << " fail, " << outside_pass << " pass, " << outside_no_run
       << " give no curve (out of memory or hang)\n";
+
+  out << per_fault_catch(verdicts);
 
   out << "\nPer case: model | category | case | layer 1 | layer 2 | why\n";
   for (const Verdict& v : verdicts) {

@@ -71,7 +71,9 @@ std::vector<Body> sample_bodies() {
                      "/home/ü/.local/share/attune/learned_rules.jsonl",
                      "name = \"llm\"\nmodel = \"m\"\n",
                      true,
-                     "9a8b"},
+                     "9a8b",
+                     3.25,
+                     "slime"},
       CandidateProposed{
           7,
           RunPurpose::kCheck,

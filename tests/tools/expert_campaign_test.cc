@@ -41,13 +41,33 @@ class ExpertCampaign : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  // Runs the example campaign `name` and returns its summary and its ledger's events.
+  // The example campaign `name` on the default stack (megatron-bridge) instead of the one it
+  // names, written beside the test's ledgers with its paths made absolute.
+  std::string on_default_stack(const std::string& name) const {
+    std::ifstream in(std::string(ATTUNE_SOURCE_DIR) + "/examples/" + name + ".toml");
+    std::ostringstream kept;
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("stack = ")) continue;
+      for (std::size_t at; (at = line.find("\"../")) != std::string::npos;) {
+        line.replace(at, 4, "\"" + std::string(ATTUNE_SOURCE_DIR) + "/");
+      }
+      kept << line << "\n";
+    }
+    const fs::path path = root_ / (name + "-default-stack.toml");
+    std::ofstream(path) << kept.str();
+    return path.string();
+  }
+
+  // Runs the campaign file (an example by name, or a path) and returns its summary and its
+  // ledger's events.
   nlohmann::json run_example(const std::string& name, std::vector<nlohmann::json>& events) {
-    const std::string db = (root_ / name).string();
+    const std::string file = name.ends_with(".toml")
+                                 ? name
+                                 : std::string(ATTUNE_SOURCE_DIR) + "/examples/" + name + ".toml";
+    const std::string db = (root_ / fs::path(name).stem()).string();
     int code = -1;
-    const std::string out = run_out(attune() + " campaign run " + ATTUNE_SOURCE_DIR + "/examples/" +
-                                        name + ".toml --db " + db + " --json",
-                                    &code);
+    const std::string out =
+        run_out(attune() + " campaign run " + file + " --db " + db + " --json", &code);
     EXPECT_EQ(code, 0) << out;
     auto summary = nlohmann::json::parse(out, nullptr, false);
     if (summary.is_discarded()) return {};
@@ -108,9 +128,11 @@ TEST_F(ExpertCampaign, FollowsTheSearchRulesAndShipsAGainTheBandCanSee) {
             summary["baseline"]["band_fraction"].get<double>());
 }
 
+// On the default stack at reality seed 0 the Mixtral-8x22B recipe leaves nothing the expert can
+// measure above the band (on the paper's stack, slime, its fewer-microbatch layouts gain more).
 TEST_F(ExpertCampaign, KeepsAnExpertTunedRecipeWhereNothingClearsTheBand) {
   std::vector<nlohmann::json> events;
-  nlohmann::json summary = run_example("mixtral-8x22b-h100x128", events);
+  nlohmann::json summary = run_example(on_default_stack("mixtral-8x22b-h100x128"), events);
   ASSERT_TRUE(summary.contains("shipped")) << summary.dump();
   EXPECT_TRUE(summary["shipped"]["is_baseline"].get<bool>()) << summary["shipped"].dump();
   // It measured before it gave up: at least two values of a lever on the same recipe.

@@ -72,6 +72,8 @@ TEST_F(Preflight, ImpossibleCampaignsAreRefusedBeforeAnyLaunch) {
       {"--global-batch-size 256", "--global-batch-size 512",
        "--global-batch-size 512 differs from [workload] global_batch = 256"},
       {"--seq-length 4096", "--seq-length 2048", "differs from [workload] seq_length"},
+      {"launcher = \"sim\"", "launcher = \"sim\"\nstack = \"no-such-stack\"",
+       "unknown stack 'no-such-stack'"},
   };
   for (const auto& c : cases) {
     const std::string file = example_with(c.from, c.to);
@@ -84,6 +86,27 @@ TEST_F(Preflight, ImpossibleCampaignsAreRefusedBeforeAnyLaunch) {
     EXPECT_NE(run.err.find(c.says), std::string::npos) << c.to << ": " << run.err;
     EXPECT_FALSE(fs::exists(db)) << c.to << ": the ledger was touched";
   }
+}
+
+TEST_F(Preflight, TheStackIsTheSimulatedClustersAndItsPredictionShows) {
+  const auto bridge = attune("campaign check " + example_with("gpus = 16", "gpus = 16"));
+  const auto slime =
+      attune("campaign check " +
+             example_with("launcher = \"sim\"", "launcher = \"sim\"\nstack = \"slime\""));
+  EXPECT_EQ(slime.exit_code, 0) << slime.out << slime.err;
+  const auto predicted = [](const std::string& out) {
+    const std::size_t at = out.find("predicted ");
+    return at == std::string::npos ? 0.0 : std::stod(out.substr(at + 10));
+  };
+  EXPECT_GT(predicted(bridge.out), 0.0) << bridge.out;
+  EXPECT_LT(predicted(slime.out), predicted(bridge.out)) << slime.out;
+
+  const std::string local =
+      example_with("launcher = \"sim\"", "launcher = \"local\"\nstack = \"slime\"");
+  const auto refused = attune("campaign check " + local);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("c.toml:"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("stack"), std::string::npos) << refused.err;
 }
 
 TEST_F(Preflight, ACalibrationThatCannotFitTheBudgetIsRefused) {

@@ -8,6 +8,7 @@
 #include "adapters/launcher/slurm/sbatch_script.h"
 #include "adapters/model/performance_model.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/tuner/lever_catalog.h"
 #include "events/arg_catalog.h"
 #include "gate/config_check.h"
@@ -72,7 +73,12 @@ double check_model(const CampaignSpec& spec, PreflightReport& report) {
     report.problems.push_back(workload.error());
     return 0;
   }
-  const sim::Prediction p = sim::predict(workload.value(), spec.baseline);
+  auto stack = sim::load_stack(spec.stack.empty() ? "megatron-bridge" : spec.stack);
+  if (!stack.ok()) {
+    report.problems.push_back(stack.error() + " ([cluster] stack)");
+    return 0;
+  }
+  const sim::Prediction p = sim::predict_on_stack(workload.value(), spec.baseline, stack.value());
   if (!p.valid) {
     report.problems.push_back("the baseline cannot run on " + std::to_string(spec.gpus) +
                               " GPUs: " + p.error);

@@ -10,6 +10,7 @@
 #include "adapters/agent/control_plane.h"
 #include "adapters/launcher/local_launcher.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/tuner/expert_tuner.h"
 #include "adapters/tuner/learned_rules.h"
 #include "adapters/tuner/llm/llm_tuner.h"
@@ -253,6 +254,10 @@ Status CampaignSession::build_launcher(const CampaignOpened& opened) {
   } else {
     sim::WorldConfig config;
     config.reality_seed = opened.reality_seed;
+    auto stack = sim::load_stack(opened.sim_stack.empty() ? "megatron-bridge" : opened.sim_stack);
+    if (!stack.ok()) return make_error(stack.error() + " ([cluster] stack)");
+    config.stack = std::move(stack).value();
+    config.baseline = baseline_;
     const int needed = sim::World(workload_, config).nodes_needed();
     // Room for every calibration run on its own nodes, and for `concurrency` jobs at once.
     const int jobs = static_cast<int>(std::max(opened.concurrency, opened.calibration_runs));

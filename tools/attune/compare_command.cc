@@ -21,6 +21,7 @@
 
 #include "adapters/model/performance_model.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/model/sweep.h"
 #include "adapters/world/sim_job.h"
 #include "adapters/world/world.h"
@@ -206,6 +207,8 @@ int run_compare(const CompareOptions& options) {
                                      static_cast<int>(spec->seq_length),
                                      static_cast<int>(spec->global_batch), *precision);
   if (!workload.ok()) return fail(workload.error());
+  auto stack = sim::load_stack(spec->stack.empty() ? "megatron-bridge" : spec->stack);
+  if (!stack.ok()) return fail(stack.error() + " ([cluster] stack)");
 
   const bool own_work_dir = options.work_dir.empty();
   const fs::path work =
@@ -247,9 +250,11 @@ int run_compare(const CompareOptions& options) {
   }
   if (own_work_dir) fs::remove_all(work, ec);
 
-  // The oracle: the estimator's best recipes that the policy allows.
+  // The oracle: the estimator's best recipes on the cluster's stack that the policy allows.
   sim::SweepOptions sweep_options;
   sweep_options.top_k = 20;
+  sweep_options.stack = stack.value();
+  sweep_options.factors = stack->factors;
   auto oracle = sim::sweep(workload.value(), spec->baseline, sweep_options);
   std::vector<std::string> oracle_hashes;
   if (oracle.ok()) {
@@ -265,6 +270,8 @@ int run_compare(const CompareOptions& options) {
   // The final stage: two repeats of each recipe, in one shuffled order, in the same world.
   sim::WorldConfig config;
   config.reality_seed = spec->reality_seed;
+  config.stack = stack.value();
+  config.baseline = spec->baseline;
   const sim::World world(workload.value(), config);
   std::vector<std::string> order;
   for (const auto& [hash, recipe] : recipes) {

@@ -49,6 +49,14 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
   }
   nlohmann::json by_model = nlohmann::json::object();
   for (const auto& [model, s] : c.raw_by_model) by_model[model] = summary_json(s);
+  nlohmann::json terms = nlohmann::json::array();
+  for (const sim::TermAttribution& t : c.terms) {
+    terms.push_back({{"term", t.term},
+                     {"share_of_step_median", t.share_median},
+                     {"alone_multiplier", t.alone_multiplier},
+                     {"alone", summary_json(t.alone)},
+                     {"together_multiplier", t.together_multiplier}});
+  }
   return {{"schema_version", kCalibrateSchemaVersion},
           {"rows", rows},
           {"raw", summary_json(c.raw)},
@@ -57,12 +65,36 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           {"leave_one_model_out_exact_recipes", summary_json(c.model_out_exact)},
           {"leave_one_release_out_exact_recipes", summary_json(c.release_out_exact)},
           {"raw_by_model", by_model},
+          {"terms", terms},
+          {"terms_refitted", summary_json(c.terms_refitted)},
+          {"leave_one_model_out_terms_refitted", summary_json(c.model_out_terms_refitted)},
           {"skipped_by_reason", c.skipped_by_reason}};
 }
 
 std::string summary_line(const std::string& what, const sim::ErrorSummary& s) {
   return what + ": median " + format_percent(s.median_abs, 1) + ", p90 " +
          format_percent(s.p90_abs, 1) + " over " + std::to_string(s.rows) + " rows\n";
+}
+
+// The error attributed to each cost term: what refitting that term alone would leave.
+std::string terms_text(const sim::Calibration& c) {
+  TextTable table({{"cost term"},
+                   {"share of step", Align::kRight},
+                   {"alone: x", Align::kRight},
+                   {"median", Align::kRight},
+                   {"p90", Align::kRight},
+                   {"together: x", Align::kRight}});
+  for (const sim::TermAttribution& t : c.terms) {
+    table.add_row({std::string(t.term), format_percent(t.share_median, 1),
+                   format_fixed(t.alone_multiplier, 2), format_percent(t.alone.median_abs, 1),
+                   format_percent(t.alone.p90_abs, 1), format_fixed(t.together_multiplier, 2)});
+  }
+  return "The error by cost term (in sample): each term's median share of the predicted step, the "
+         "multiplier that best explains the published rows with that term alone refitted (x) and "
+         "the error left, and the multipliers with every term refitted at once.\n" +
+         table.render() + "\n" + summary_line("every term refitted, in sample", c.terms_refitted) +
+         summary_line("every term fitted on the other models (leave one model out)",
+                      c.model_out_terms_refitted);
 }
 
 void print_text(const sim::Calibration& c, bool all) {
@@ -91,6 +123,7 @@ void print_text(const sim::Calibration& c, bool all) {
       << summary_line("  the same, rows with their whole recipe: model out", c.model_out_exact)
       << summary_line("  the same, rows with their whole recipe: release out", c.release_out_exact);
   for (const auto& [model, s] : c.raw_by_model) out << summary_line("  raw, " + model, s);
+  out << "\n" << terms_text(c);
   for (const auto& [reason, count] : c.skipped_by_reason) {
     out << "skipped   " << count << " rows: " << reason << "\n";
   }
@@ -125,7 +158,8 @@ void add_sim_calibrate_command(CLI::App& sim, int& exit_code) {
       "calibrate",
       "The model against every published throughput it holds (Megatron-Bridge performance "
       "tables, ModelZoo scripts, technical reports; each with its recipe): predicted against "
-      "published per row, and the error raw, leaving one model out and leaving one release out");
+      "published per row, the error raw, leaving one model out and leaving one release out, "
+      "and the error attributed to each cost term");
   calibrate->add_option("--rows", options->rows_file,
                         "A rows.tsv of your own (default: the compiled-in rows)");
   calibrate->add_flag("--all", options->all, "Also list the rows the model cannot price, and why");

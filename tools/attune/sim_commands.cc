@@ -14,6 +14,7 @@
 
 #include "adapters/model/performance_model.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/model/sweep.h"
 #include "core/text_file.h"
 #include "tools/attune/cli.h"
@@ -35,6 +36,7 @@ struct SimOptions {
   std::string precision = "bf16";
   std::string recipe_file;
   std::vector<std::string> sets;
+  std::string stack = "megatron-bridge";
   bool json = false;
   int top = 10;
   std::vector<int> mbs;
@@ -60,6 +62,11 @@ void add_workload_options(CLI::App* command, SimOptions& o) {
   command->add_option("--set", o.sets,
                       "FLAG=VALUE: set a Megatron flag (no dashes; a bare FLAG turns a switch on) "
                       "or, in capitals, an environment variable");
+  command
+      ->add_option("--stack", o.stack,
+                   "The cluster's software stack: a preset (megatron-bridge, slime) or a stack "
+                   "TOML file")
+      ->capture_default_str();
   command->add_flag("--json", o.json, "Machine-readable output");
 }
 
@@ -256,7 +263,9 @@ int run_predict(const SimOptions& o) {
   if (!workload.ok()) return fail(workload.error());
   Result<Recipe> recipe = load_recipe(o);
   if (!recipe.ok()) return fail(recipe.error());
-  const sim::Prediction p = sim::predict(workload.value(), recipe.value());
+  Result<sim::StackProfile> stack = sim::load_stack(o.stack);
+  if (!stack.ok()) return fail(stack.error());
+  const sim::Prediction p = sim::predict_on_stack(workload.value(), recipe.value(), stack.value());
   if (!p.valid) {
     std::cerr << "attune: " << p.error << "\n";
     if (o.json) write_json_output(prediction_json(p));
@@ -278,9 +287,13 @@ int run_sweep(const SimOptions& o) {
   if (!workload.ok()) return fail(workload.error());
   Result<Recipe> recipe = load_recipe(o);
   if (!recipe.ok()) return fail(recipe.error());
+  Result<sim::StackProfile> stack = sim::load_stack(o.stack);
+  if (!stack.ok()) return fail(stack.error());
   sim::SweepOptions options;
   options.top_k = o.top;
   options.micro_batch_sizes = o.mbs;
+  options.stack = stack.value();
+  options.factors = stack->factors;
   Result<sim::SweepResult> result = sim::sweep(workload.value(), recipe.value(), options);
   if (!result.ok()) return fail(result.error());
   const sim::Prediction& base = result->baseline;

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
       "A simulated Megatron-LM training job: writes a real Megatron log (and Kineto "
       "traces) for a recipe on the simulated cluster."};
   std::string model, gpu, recipe_path, precision_text = "bf16", log_path, trace_dir, nodes_text;
-  std::string fault_text = "none";
+  std::string fault_text = "none", stack_name = "megatron-bridge";
   int gpus = 0, seq = 0, gbs = 0;
   std::uint32_t steps = 14;
   std::uint64_t reality_seed = 0, run_seed = 0;
@@ -101,6 +101,8 @@ int main(int argc, char** argv) {
   app.add_option("--trace-dir", trace_dir, "profile: write Kineto traces here");
   app.add_option("--nodes", nodes_text, "the allocation, comma-separated node names");
   app.add_option("--reality-seed", reality_seed, "the simulated world (0: the default one)");
+  app.add_option("--stack", stack_name,
+                 "the cluster's software stack: megatron-bridge (default), slime, or a TOML file");
   app.add_option("--run-seed", run_seed, "this run's seed");
   app.add_option("--fault", fault_text,
                  "inject a fault: aux-loss-coeff, grad-scale, drop-microbatch");
@@ -131,8 +133,11 @@ int main(int argc, char** argv) {
   attune::Result<attune::Recipe> recipe = attune::parse_recipe(recipe_text.str(), recipe_path);
   if (!recipe.ok()) return fail(recipe.error());
 
+  attune::Result<attune::sim::StackProfile> stack = attune::sim::load_stack(stack_name);
+  if (!stack.ok()) return fail(stack.error());
   attune::sim::WorldConfig config;
   config.reality_seed = reality_seed;
+  config.stack = std::move(stack).value();
   const attune::sim::World world(std::move(workload).value(), config);
   attune::sim::SimJobRun spec;
   spec.steps = steps;

@@ -86,7 +86,9 @@ Result<HardwareSpec> load_hardware(std::string_view name_or_path) {
 }
 
 Result<StackProfile> load_stack(std::string_view name_or_path) {
-  return load<StackProfile>(name_or_path, "stack", "stacks/", parse_stack_toml);
+  constexpr std::string_view kDefaultStack = "megatron-bridge";
+  return load<StackProfile>(name_or_path.empty() ? kDefaultStack : name_or_path, "stack", "stacks/",
+                            parse_stack_toml);
 }
 
 Result<std::string> recipe_preset_text(std::string_view name) {

@@ -57,7 +57,8 @@ Result<StackProfile> parse_stack_toml(std::string_view text, std::string_view so
 // The preset names (data/stacks/NAME.toml): "megatron-bridge" (the default), "slime".
 std::vector<std::string> stack_preset_names();
 
-// A preset name, or a path to a TOML file (anything ending in ".toml" or holding a '/').
+// A preset name, or a path to a TOML file (anything ending in ".toml" or holding a '/'); empty
+// names the default, megatron-bridge.
 Result<StackProfile> load_stack(std::string_view name_or_path);
 
 }  // namespace attune::sim

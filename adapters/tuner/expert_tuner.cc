@@ -107,8 +107,9 @@ std::string cost_text(const Cost& cost, double step) {
   return std::string(tag_of(cost.second)) + " " + percent(cost.first / step) + " of the step";
 }
 
-ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const Recipe& recipe) {
-  const sim::Prediction p = sim::predict(w, recipe);
+ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const sim::StackProfile& stack,
+                                  const Recipe& recipe) {
+  const sim::Prediction p = sim::predict_on_stack(w, recipe, stack);
   ExpertDiagnosis d;
   if (!p.valid) {
     d.bottleneck = Bottleneck::kInvalid;
@@ -196,7 +197,8 @@ struct Evidence {
   std::string summary;
 };
 
-Evidence weigh_evidence(const sim::Workload& w, const ControlState& state, const Recipe& baseline) {
+Evidence weigh_evidence(const sim::Workload& w, const sim::StackProfile& stack,
+                        const ControlState& state, const Recipe& baseline) {
   Evidence e;
   std::vector<double> ratios;
   for (const auto& [id, run] : state.runs) {
@@ -205,7 +207,7 @@ Evidence weigh_evidence(const sim::Workload& w, const ControlState& state, const
     if (!run.measured && !(run.failed && run.failed->failure_class == FailureClass::kOom)) {
       continue;
     }
-    const sim::Prediction p = sim::predict(w, r);
+    const sim::Prediction p = sim::predict_on_stack(w, r, stack);
     if (!p.valid || p.tokens_per_s_per_gpu <= 0) continue;
     if (run.measured) {
       ratios.push_back(run.measured->tokens_per_sec_per_gpu / p.tokens_per_s_per_gpu);
@@ -341,6 +343,7 @@ std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::Layout& 
 
 struct Context {
   const sim::Workload& w;
+  const sim::StackProfile& stack;  // the cluster's stack, which the estimator predicts on
   const Policy& policy;
   const LeverCatalog& catalog;
   const ControlState& state;
@@ -358,7 +361,10 @@ Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
   const std::string key = recipe_hash(recipe);
   auto found = c.sweeps->find(key);
   if (found != c.sweeps->end()) return found->second;
-  auto result = sim::sweep(c.w, recipe, options);
+  sim::SweepOptions on_stack = options;
+  on_stack.stack = c.stack;
+  on_stack.factors = c.stack.factors;
+  auto result = sim::sweep(c.w, recipe, on_stack);
   if (result.ok()) {
     if (c.sweeps->size() >= kSweepsCachedMax) c.sweeps->clear();
     (*c.sweeps)[key] = result.value();
@@ -402,7 +408,7 @@ double confidence_of(const Context& c, const CatalogLever* lever, const std::str
 std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, RunId parent) {
   std::vector<Candidate> out;
   auto parent_resolved = resolved_of(c.w, parent_recipe);
-  const sim::Prediction parent_p = sim::predict(c.w, parent_recipe);
+  const sim::Prediction parent_p = sim::predict_on_stack(c.w, parent_recipe, c.stack);
   if (!parent_resolved || !parent_p.valid || parent_p.tokens_per_s_per_gpu <= 0) return out;
   const double base = parent_p.tokens_per_s_per_gpu;
   const sim::Layout& pl = parent_resolved->layout;
@@ -438,7 +444,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     if (!recipe.ok()) return;
     auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
     if (!cand) return;
-    const sim::Prediction p = sim::predict(c.w, cand->recipe);
+    const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
     if (!p.valid) return;  // infeasible: scores zero without a launch
     if (!needs_retry && !fits(p, c.evidence.memory_margin)) return;
     if (needs_retry && (fits(p, 0.0) || !fits(entry.prediction, c.evidence.memory_margin))) return;
@@ -476,7 +482,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
       if (!recipe.ok()) continue;
       auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
       if (!cand) continue;
-      const sim::Prediction p = sim::predict(c.w, cand->recipe);
+      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
       if (!p.valid || !fits(p, c.evidence.memory_margin)) continue;
       const CatalogLever* lever = levers.front();
       cand->lever = lever->name;
@@ -588,7 +594,7 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
       if (!recipe.ok()) continue;
       auto cand = admissible(c, failed, id, std::move(recipe).value());
       if (!cand) continue;
-      const sim::Prediction p = sim::predict(c.w, cand->recipe);
+      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
       if (!p.valid) continue;
       const CatalogLever* lever = find_lever(c.catalog, retry.lever);
       cand->lever = retry.lever;
@@ -606,7 +612,7 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
 // (overlapping streams can deadlock), and, rule 5, an out-of-memory layout with its memory
 // savings back.
 std::optional<Candidate> retry_failures(Context& c, const History& h, const Recipe& leader) {
-  const sim::Prediction leader_p = sim::predict(c.w, leader);
+  const sim::Prediction leader_p = sim::predict_on_stack(c.w, leader, c.stack);
   const FailureRetry hang{FailureClass::kHang, "dp-overlap", "data-parallel-overlap",
                           [](const sim::Layout& failed, const sim::Layout& value) {
                             return failed.overlap_grad_reduce &&
@@ -687,7 +693,7 @@ std::optional<Candidate> retest_winners(Context& c, const Recipe& leader, RunId 
       if (!recipe.ok()) continue;
       auto cand = admissible(c, leader, leader_id, std::move(recipe).value());
       if (!cand) continue;
-      const sim::Prediction p = sim::predict(c.w, cand->recipe);
+      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
       if (!fits(p, c.evidence.memory_margin)) continue;
       cand->lever = lever.name;
       cand->mechanism = lever.mechanism;
@@ -720,15 +726,19 @@ TunerStop stop_with_evidence(const Context& c, const History& h,
 
 }  // namespace
 
-ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog catalog)
-    : workload_(std::move(workload)), policy_(std::move(policy)), catalog_(std::move(catalog)) {}
+ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog catalog,
+                         sim::StackProfile stack)
+    : workload_(std::move(workload)),
+      policy_(std::move(policy)),
+      catalog_(std::move(catalog)),
+      stack_(std::move(stack)) {}
 
 TunerAnswer ExpertTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
-  Context c{workload_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}, &sweeps_};
+  Context c{workload_, stack_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}, &sweeps_};
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
-  c.evidence = weigh_evidence(workload_, state, view.baseline);
+  c.evidence = weigh_evidence(workload_, stack_, state, view.baseline);
   if (!state.view.settings.learned_rules.empty()) {
     auto learned = parse_learned_rules(state.view.settings.learned_rules, "learned rules");
     if (learned.ok()) c.learned = std::move(learned).value();
@@ -741,7 +751,7 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   std::optional<ExpertDiagnosis> profiled;
   if (leader_profiled)
     profiled = diagnose_profile(workload_, leader, *leader_run->profile_analyzed);
-  c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, leader);
+  c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, stack_, leader);
   const History h = history_of(c);
 
   if (auto cand = retry_failures(c, h, leader)) return to_proposal(c, *cand, h.rules);

@@ -1,12 +1,13 @@
 // ExpertTuner: the diagnosis-driven default tuner.
 //
 // Each answer starts from a diagnosis of the leader: the largest exposed cost of its last
-// profile when it has one, else of the estimator's breakdown (the clean performance model, which
-// the world does not follow exactly). Candidates come from the lever catalog's moves applied to
-// the leader, one lever or one coupled set each; the estimator ranks them by expected gain,
-// weighted by confidence (higher when the catalog says the lever helps against the diagnosed
-// bottleneck, lower as the campaign's measurements stray from the estimates), after a memory
-// pre-filter whose margin is learned from the campaign's observed peaks.
+// profile when it has one, else of the estimator's breakdown (the clean performance model on the
+// cluster's software stack, which the world does not follow exactly). Candidates come from the
+// lever catalog's moves applied to the leader, one lever or one coupled set each; the estimator
+// ranks them by expected gain, weighted by confidence (higher when the catalog says the lever
+// helps against the diagnosed bottleneck, lower as the campaign's measurements stray from the
+// estimates), after a memory pre-filter whose margin is learned from the campaign's observed
+// peaks.
 //
 // The six search rules are enforced here, and every proposal's hypothesis names the rule state:
 //   1. every proposal carries a hypothesis (bottleneck, mechanism, expected gain);
@@ -48,7 +49,10 @@ struct ExpertDiagnosis {
 
 class ExpertTuner final : public Tuner {
  public:
-  ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog catalog);
+  // `stack`: the cluster's software stack, which the estimator predicts on (the default: the
+  // stack the model's presets are calibrated to).
+  ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog catalog,
+              sim::StackProfile stack = sim::StackProfile{});
   std::string name() const override { return "expert"; }
   TunerAnswer next(const TunerView& view) override;
 
@@ -56,6 +60,7 @@ class ExpertTuner final : public Tuner {
   sim::Workload workload_;
   Policy policy_;
   LeverCatalog catalog_;
+  sim::StackProfile stack_;
   std::map<std::string, sim::SweepResult> sweeps_;  // layout sweeps by recipe hash
 };
 

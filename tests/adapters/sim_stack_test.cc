@@ -28,6 +28,7 @@ TEST(SimStack, PresetsLoadAndTheDefaultChangesNothing) {
   const std::vector<std::string> names = stack_preset_names();
   EXPECT_TRUE(std::find(names.begin(), names.end(), "megatron-bridge") != names.end());
   EXPECT_TRUE(std::find(names.begin(), names.end(), "slime") != names.end());
+  EXPECT_EQ(preset_stack("").name, "megatron-bridge");
 
   const StackProfile bridge = preset_stack("megatron-bridge");
   EXPECT_EQ(bridge.name, "megatron-bridge");

@@ -73,7 +73,7 @@ double check_model(const CampaignSpec& spec, PreflightReport& report) {
     report.problems.push_back(workload.error());
     return 0;
   }
-  auto stack = sim::load_stack(spec.stack.empty() ? "megatron-bridge" : spec.stack);
+  auto stack = sim::load_stack(spec.stack);
   if (!stack.ok()) {
     report.problems.push_back(stack.error() + " ([cluster] stack)");
     return 0;

@@ -217,7 +217,10 @@ Status CampaignSession::build_tuner(const CampaignOpened& opened) {
   } else if (opened.tuner == "tpe") {
     tuner_ = std::make_unique<TpeTuner>(workload_, opened.seed);
   } else if (opened.tuner == "expert") {
-    tuner_ = std::make_unique<ExpertTuner>(workload_, policy_, builtin_lever_catalog());
+    auto stack = sim::load_stack(opened.sim_stack);
+    if (!stack.ok()) return make_error(stack.error() + " ([cluster] stack)");
+    tuner_ = std::make_unique<ExpertTuner>(workload_, policy_, builtin_lever_catalog(),
+                                           std::move(stack).value());
   } else if (opened.tuner == "llm") {
     auto tuner =
         LlmTuner::open(opened, builtin_lever_catalog(),
@@ -254,7 +257,7 @@ Status CampaignSession::build_launcher(const CampaignOpened& opened) {
   } else {
     sim::WorldConfig config;
     config.reality_seed = opened.reality_seed;
-    auto stack = sim::load_stack(opened.sim_stack.empty() ? "megatron-bridge" : opened.sim_stack);
+    auto stack = sim::load_stack(opened.sim_stack);
     if (!stack.ok()) return make_error(stack.error() + " ([cluster] stack)");
     config.stack = std::move(stack).value();
     config.baseline = baseline_;

@@ -207,7 +207,7 @@ int run_compare(const CompareOptions& options) {
                                      static_cast<int>(spec->seq_length),
                                      static_cast<int>(spec->global_batch), *precision);
   if (!workload.ok()) return fail(workload.error());
-  auto stack = sim::load_stack(spec->stack.empty() ? "megatron-bridge" : spec->stack);
+  auto stack = sim::load_stack(spec->stack);
   if (!stack.ok()) return fail(stack.error() + " ([cluster] stack)");
 
   const bool own_work_dir = options.work_dir.empty();

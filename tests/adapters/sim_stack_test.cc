@@ -7,6 +7,7 @@
 
 #include "adapters/model/performance_model.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/sweep.h"
 #include "adapters/world/world.h"
 #include "tests/adapters/sim_world_fixtures.h"
 
@@ -90,6 +91,26 @@ TEST(SimStack, WithoutCudaGraphsAGraphedRecipeRunsAsTheEagerOne) {
   // Where graphs are captured they save host time, so the test above could fail.
   const Prediction captured = predict_on_stack(w, graphed, StackProfile{});
   EXPECT_NE(captured.step_time_s, eager_p.step_time_s);
+}
+
+TEST(SimStack, ASweepOnAStackWithoutGraphsTriesNoGraphs) {
+  const Workload w = qwen_workload();
+  SweepOptions options;
+  options.top_k = 50;
+  const auto count_graphed = [](const SweepResult& result) {
+    return std::count_if(result.best.begin(), result.best.end(), [](const SweepEntry& e) {
+      return e.layout.layout.cuda_graph != CudaGraphImpl::kNone;
+    });
+  };
+  Result<SweepResult> with_graphs = sweep(w, qwen_baseline(), options);
+  ASSERT_TRUE(with_graphs.ok());
+  EXPECT_GT(count_graphed(with_graphs.value()), 0);
+  options.stack = preset_stack("slime");
+  options.factors = options.stack.factors;
+  Result<SweepResult> without = sweep(w, qwen_baseline(), options);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(count_graphed(without.value()), 0);
+  EXPECT_LT(without->layouts_considered, with_graphs->layouts_considered);
 }
 
 TEST(SimStack, TheLoopAddsItsTimePerMicrobatchSlotAndPerStep) {

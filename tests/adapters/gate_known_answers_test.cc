@@ -52,6 +52,7 @@
 #include "gate/convergence.h"
 #include "gate/policy.h"
 #include "gate/resolved_args.h"
+#include "tests/adapters/sim_world_fixtures.h"
 
 namespace attune::sim {
 namespace {
@@ -304,18 +305,6 @@ WorldConfig quiet_world() {
   return config;
 }
 
-Policy load_policy(std::string_view model) {
-  const std::string path =
-      std::string(ATTUNE_SOURCE_DIR) + "/gate/policies/" + std::string(model) + ".toml";
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  Result<Policy> policy = parse_policy(text.str(), path);
-  EXPECT_TRUE(policy.ok()) << (policy.ok() ? "" : policy.error());
-  return policy.ok() ? std::move(policy).value() : default_policy();
-}
-
 // What the gate said of one case.
 struct Verdict {
   std::string model;
@@ -382,7 +371,7 @@ SimJobRun check_run(std::uint64_t run_seed) {
 class ModelBench {
  public:
   explicit ModelBench(const EvaluationModel& model)
-      : model_(model), policy_(load_policy(model.name)) {
+      : model_(model), policy_(testing::policy_file(model.name)) {
     Result<Recipe> recipe = load_recipe_preset(model.recipe_preset);
     EXPECT_TRUE(recipe.ok()) << (recipe.ok() ? "" : recipe.error());
     if (recipe.ok()) baseline_recipe_ = std::move(recipe).value();

@@ -7,8 +7,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "adapters/model/sweep.h"
 #include "adapters/world/world.h"
@@ -85,24 +83,13 @@ double oracle(const World& world, const Workload& w, const PaperWorkload& p, con
   return best;
 }
 
-Policy policy_of(const PaperWorkload& p) {
-  const std::string path = std::string(ATTUNE_SOURCE_DIR) + "/gate/policies/" + p.model + ".toml";
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  Result<Policy> policy = parse_policy(text.str(), path);
-  EXPECT_TRUE(policy.ok()) << (policy.ok() ? "" : policy.error());
-  return policy.ok() ? std::move(policy).value() : default_policy();
-}
-
 TEST(SimPaperWorlds, PublicRecipesCalibrateNearThePapersFiguresAtHeldOutSeeds) {
   std::printf("%-24s %6s %10s %10s %7s %10s %10s\n", "workload", "seed", "paper", "world", "error",
               "paper best", "oracle");
   for (const PaperWorkload& p : kPaper) {
     const Workload w = testing::load(p.model, p.gpu, p.gpus, p.seq, p.gbs, p.precision);
     const Recipe baseline = testing::preset(p.recipe);
-    const Policy policy = policy_of(p);
+    const Policy policy = testing::policy_file(p.model);
     double error_sum = 0;
     for (std::size_t i = 0; i < std::size(kHeldOutSeeds); ++i) {
       WorldConfig config;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "adapters/model/workload.h"
 #include "adapters/world/sim_job.h"
 #include "events/recipe.h"
+#include "gate/policy.h"
 
 namespace attune::sim::testing {
 
@@ -41,6 +44,19 @@ inline Recipe qwen_baseline() { return preset("qwen3-30b-a3b-h100x16"); }
 inline Workload mixtral_workload() { return load("mixtral-8x22b", "h100", 128, 4096, 256); }
 
 inline Recipe mixtral_baseline() { return preset("mixtral-8x22b-h100x128"); }
+
+// A model's gate policy, gate/policies/MODEL.toml.
+inline Policy policy_file(std::string_view model) {
+  const std::string path =
+      std::string(ATTUNE_SOURCE_DIR) + "/gate/policies/" + std::string(model) + ".toml";
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  Result<Policy> policy = parse_policy(text.str(), path);
+  EXPECT_TRUE(policy.ok()) << (policy.ok() ? "" : policy.error());
+  return policy.ok() ? std::move(policy).value() : default_policy();
+}
 
 inline Recipe with(Recipe recipe, std::string_view flag, std::string_view value = "") {
   const Status set = set_flag(recipe, flag, value);

@@ -41,6 +41,8 @@ namespace fs = std::filesystem;
 
 constexpr int kRepeats = 2;
 constexpr int kOracleRecipes = 3;
+constexpr int kOracleCandidatesMax = 400;  // the estimator's best layouts the oracle may probe
+constexpr std::uint64_t kOracleProbeSeed = 0x0a7c1e;
 
 struct CompareOptions {
   std::string campaign_file;
@@ -250,9 +252,17 @@ int run_compare(const CompareOptions& options) {
   }
   if (own_work_dir) fs::remove_all(work, ec);
 
-  // The oracle: the estimator's best recipes on the cluster's stack that the policy allows.
+  sim::WorldConfig config;
+  config.reality_seed = spec->reality_seed;
+  config.stack = stack.value();
+  config.baseline = spec->baseline;
+  const sim::World world(workload.value(), config);
+
+  // The oracle: the estimator's best recipes on the cluster's stack that the policy allows and
+  // that run there (one probe each: a recipe that hits a stack defect or runs out of memory in
+  // this world is passed over for the next).
   sim::SweepOptions sweep_options;
-  sweep_options.top_k = 20;
+  sweep_options.top_k = kOracleCandidatesMax;
   sweep_options.stack = stack.value();
   sweep_options.factors = stack->factors;
   auto oracle = sim::sweep(workload.value(), spec->baseline, sweep_options);
@@ -260,6 +270,7 @@ int run_compare(const CompareOptions& options) {
   if (oracle.ok()) {
     for (const sim::SweepEntry& entry : oracle->best) {
       if (!check_config(policy.value(), spec->baseline, entry.recipe).allowed) continue;
+      if (measure_once(world, spec.value(), entry.recipe, kOracleProbeSeed) <= 0) continue;
       const std::string hash = recipe_hash(entry.recipe);
       recipes[hash] = entry.recipe;
       oracle_hashes.push_back(hash);
@@ -268,11 +279,6 @@ int run_compare(const CompareOptions& options) {
   }
 
   // The final stage: two repeats of each recipe, in one shuffled order, in the same world.
-  sim::WorldConfig config;
-  config.reality_seed = spec->reality_seed;
-  config.stack = stack.value();
-  config.baseline = spec->baseline;
-  const sim::World world(workload.value(), config);
   std::vector<std::string> order;
   for (const auto& [hash, recipe] : recipes) {
     for (int i = 0; i < kRepeats; ++i) order.push_back(hash);

@@ -1,7 +1,8 @@
 // Named presets of the simulator, compiled into the binary from adapters/model/data: models
-// (llama3.1-8b, ..., gpt-oss-120b), hardware (a100-80g, h100, h200, b200, gb200) and baseline
-// recipes (e.g. glm-4.5-b200x128). A model or hardware argument that names a TOML file loads that
-// file instead, through the same parser, so a user's model gets the same treatment as a preset.
+// (llama3.1-8b, ..., gpt-oss-120b), hardware (a100-80g, h100, h200, b200, b300, gb200, gb300) and
+// baseline recipes (e.g. glm-4.5-b200x128). A model or hardware argument that names a TOML file
+// loads that file instead, through the same parser, so a user's model gets the same treatment as a
+// preset.
 //
 // Loading is pure apart from reading a user's file; thread-safe.
 #pragma once

@@ -27,7 +27,7 @@ TEST(SimPresets, ContractNamesLoad) {
     EXPECT_EQ(hw->name, name);
   }
   EXPECT_EQ(model_preset_names().size(), 12u);
-  EXPECT_EQ(hardware_preset_names().size(), 5u);
+  EXPECT_EQ(hardware_preset_names().size(), 7u);
 }
 
 TEST(SimPresets, HardwarePeaksFromTheReference) {

@@ -72,10 +72,13 @@ struct Breakdown {
   double recompute_s = 0;
   double optimizer_s = 0;
   double host_s = 0;
+  // The training loop's own time on the cluster's stack (stack_profile.h): around every
+  // microbatch and between steps, with the GPU idle. No recipe setting changes it.
+  double loop_s = 0;
 
   double total_s() const {
     return compute_s + tp_comm_s + cp_comm_s + ep_a2a_s + pp_p2p_s + dp_comm_s + bubble_s +
-           recompute_s + optimizer_s + host_s;
+           recompute_s + optimizer_s + host_s + loop_s;
   }
 };
 

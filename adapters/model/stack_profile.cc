@@ -61,7 +61,7 @@ Prediction predict_on_stack(const Workload& workload, ResolvedLayout resolved,
   if (loop_s <= 0) return p;
   const double scale = p.step_time_s / (p.step_time_s + loop_s);
   p.step_time_s += loop_s;
-  p.breakdown.host_s += loop_s;
+  p.breakdown.loop_s += loop_s;
   p.tokens_per_s_per_gpu *= scale;
   p.mfu *= scale;
   p.megatron_tflops_per_gpu *= scale;

@@ -42,7 +42,7 @@ CostFactors times(CostFactors a, const CostFactors& b);
 // What a run of `resolved` does on `stack`, with the cost terms scaled by `factors` (the stack's
 // own factors already folded in by the caller): without CUDA graphs the recipe runs eagerly; the
 // loop's time around each microbatch (on the critical rank: its own microbatches plus the
-// pipeline's fill) and between steps is host time with the GPU idle.
+// pipeline's fill) and between steps is the breakdown's loop_s, with the GPU idle.
 Prediction predict_on_stack(const Workload& workload, ResolvedLayout resolved,
                             const StackProfile& stack, const CostFactors& factors);
 

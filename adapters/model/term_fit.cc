@@ -20,14 +20,15 @@ double fitted_step_s(const TermRow& row, const TermSeconds& m) {
 
 const std::array<std::string_view, kTermCount>& term_names() {
   static const std::array<std::string_view, kTermCount> names = {
-      "gemm",   "attention", "elementwise", "tp_comm",   "cp_comm",   "ep_a2a",
-      "pp_p2p", "dp_comm",   "bubble",      "recompute", "optimizer", "host"};
+      "gemm",    "attention", "elementwise", "tp_comm",   "cp_comm", "ep_a2a", "pp_p2p",
+      "dp_comm", "bubble",    "recompute",   "optimizer", "host",    "loop"};
   return names;
 }
 
 TermSeconds term_seconds(const Breakdown& b) {
-  return {b.gemm_s,   b.attention_s, b.elementwise_s, b.tp_comm_s,   b.cp_comm_s,   b.ep_a2a_s,
-          b.pp_p2p_s, b.dp_comm_s,   b.bubble_s,      b.recompute_s, b.optimizer_s, b.host_s};
+  return {b.gemm_s,      b.attention_s, b.elementwise_s, b.tp_comm_s, b.cp_comm_s,
+          b.ep_a2a_s,    b.pp_p2p_s,    b.dp_comm_s,     b.bubble_s,  b.recompute_s,
+          b.optimizer_s, b.host_s,      b.loop_s};
 }
 
 TermSeconds fit_term_multipliers(const std::vector<TermRow>& rows,

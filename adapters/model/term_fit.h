@@ -17,7 +17,7 @@
 
 namespace attune::sim {
 
-inline constexpr std::size_t kTermCount = 12;
+inline constexpr std::size_t kTermCount = 13;
 inline constexpr double kTermMultiplierMin = 0.1;
 inline constexpr double kTermMultiplierMax = 10.0;
 // The pull calibrate() uses: terms the rows cannot tell apart (they always come together) share a
@@ -27,7 +27,7 @@ inline constexpr double kTermRidgePerRow = 0.01;
 using TermSeconds = std::array<double, kTermCount>;
 
 // The names of the terms, in TermSeconds order: gemm, attention, elementwise, tp_comm, cp_comm,
-// ep_a2a, pp_p2p, dp_comm, bubble, recompute, optimizer, host.
+// ep_a2a, pp_p2p, dp_comm, bubble, recompute, optimizer, host, loop.
 const std::array<std::string_view, kTermCount>& term_names();
 
 // A breakdown's terms (they add up to its step time).

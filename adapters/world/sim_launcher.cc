@@ -299,7 +299,9 @@ double SimLauncher::expected_gpu_hours(const LaunchSpec& spec) const {
   auto recipe = parse_recipe(spec.recipe, "estimate");
   double seconds = kExpectedStartupSeconds;
   if (recipe.ok()) {
-    const sim::Prediction prediction = sim::predict(world_.workload(), recipe.value());
+    // The estimate on the cluster's stack; the world's hidden factors stay hidden.
+    const sim::Prediction prediction =
+        sim::predict_on_stack(world_.workload(), recipe.value(), world_.config().stack);
     if (prediction.valid && prediction.fits_in_memory) {
       const std::uint32_t steps = spec.steps + (spec.profile ? sim::kProfiledSteps : 0);
       seconds += prediction.step_time_s * steps;

@@ -61,8 +61,8 @@ TEST(SimTermFit, MultipliersStayInTheirBounds) {
   EXPECT_EQ(fit_term_multipliers({row}, all)[kGemm], kTermMultiplierMin);
 }
 
-// Two terms that always come in the same proportion cannot be told apart: without the pull one
-// takes the whole correction and the other runs to a bound; with it they share it.
+// Two terms that always come in the same proportion cannot be told apart: without the pull the
+// first one fitted takes the whole correction and the other stays at 1; with it they share it.
 TEST(SimTermFit, ThePullSharesACorrectionBetweenTermsTheRowsCannotTellApart) {
   std::vector<TermRow> rows;
   for (int i = 1; i <= 5; ++i) {

@@ -126,6 +126,11 @@ void record_paths_for_resume(const std::string& db, CampaignOpened& opened) {
     const fs::path absolute = fs::absolute(opened.learned_rules_path, ec);
     if (!ec) opened.learned_rules_path = absolute.lexically_normal().string();
   }
+  // A stack file (not a preset name) is found again from any folder.
+  if (opened.sim_stack.ends_with(".toml") || opened.sim_stack.find('/') != std::string::npos) {
+    const fs::path absolute = fs::absolute(opened.sim_stack, ec);
+    if (!ec) opened.sim_stack = absolute.lexically_normal().string();
+  }
 }
 
 // The Slurm launcher's record of its options beside the ledger: `campaign resume` watches the
@@ -183,6 +188,9 @@ Result<std::unique_ptr<CampaignSession>> CampaignSession::build(const CampaignOp
   auto baseline = parse_recipe(opened.baseline_recipe, "the recorded baseline recipe");
   if (!baseline.ok()) return make_error(baseline.error());
   session->baseline_ = std::move(baseline).value();
+  auto stack = sim::load_stack(opened.sim_stack);
+  if (!stack.ok()) return make_error(stack.error() + " ([cluster] stack)");
+  session->stack_ = std::move(stack).value();
   Status tuner = session->build_tuner(opened);
   if (!tuner.ok()) return make_error(tuner.error());
   Status launcher = session->build_launcher(opened);
@@ -217,10 +225,7 @@ Status CampaignSession::build_tuner(const CampaignOpened& opened) {
   } else if (opened.tuner == "tpe") {
     tuner_ = std::make_unique<TpeTuner>(workload_, opened.seed);
   } else if (opened.tuner == "expert") {
-    auto stack = sim::load_stack(opened.sim_stack);
-    if (!stack.ok()) return make_error(stack.error() + " ([cluster] stack)");
-    tuner_ = std::make_unique<ExpertTuner>(workload_, policy_, builtin_lever_catalog(),
-                                           std::move(stack).value());
+    tuner_ = std::make_unique<ExpertTuner>(workload_, policy_, builtin_lever_catalog(), stack_);
   } else if (opened.tuner == "llm") {
     auto tuner =
         LlmTuner::open(opened, builtin_lever_catalog(),
@@ -257,9 +262,7 @@ Status CampaignSession::build_launcher(const CampaignOpened& opened) {
   } else {
     sim::WorldConfig config;
     config.reality_seed = opened.reality_seed;
-    auto stack = sim::load_stack(opened.sim_stack);
-    if (!stack.ok()) return make_error(stack.error() + " ([cluster] stack)");
-    config.stack = std::move(stack).value();
+    config.stack = stack_;
     config.baseline = baseline_;
     const int needed = sim::World(workload_, config).nodes_needed();
     // Room for every calibration run on its own nodes, and for `concurrency` jobs at once.

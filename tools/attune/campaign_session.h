@@ -80,6 +80,7 @@ class CampaignSession {
   sim::Workload workload_;
   Policy policy_;
   Recipe baseline_;
+  sim::StackProfile stack_;  // the simulated cluster's stack ([cluster] stack)
   LogMetricsSource metrics_;
   std::unique_ptr<Tuner> tuner_;
   std::unique_ptr<sim::World> world_;

@@ -146,19 +146,13 @@ nlohmann::json phase_json(const sim::PhaseTimes& t) {
 }
 
 nlohmann::json breakdown_json(const sim::Breakdown& b) {
-  return {{"compute_s", b.compute_s},
-          {"gemm_s", b.gemm_s},
-          {"attention_s", b.attention_s},
-          {"elementwise_s", b.elementwise_s},
-          {"tp_comm_s", b.tp_comm_s},
-          {"cp_comm_s", b.cp_comm_s},
-          {"ep_a2a_s", b.ep_a2a_s},
-          {"pp_p2p_s", b.pp_p2p_s},
-          {"dp_comm_s", b.dp_comm_s},
-          {"bubble_s", b.bubble_s},
-          {"recompute_s", b.recompute_s},
-          {"optimizer_s", b.optimizer_s},
-          {"host_s", b.host_s}};
+  return {{"compute_s", b.compute_s},     {"gemm_s", b.gemm_s},
+          {"attention_s", b.attention_s}, {"elementwise_s", b.elementwise_s},
+          {"tp_comm_s", b.tp_comm_s},     {"cp_comm_s", b.cp_comm_s},
+          {"ep_a2a_s", b.ep_a2a_s},       {"pp_p2p_s", b.pp_p2p_s},
+          {"dp_comm_s", b.dp_comm_s},     {"bubble_s", b.bubble_s},
+          {"recompute_s", b.recompute_s}, {"optimizer_s", b.optimizer_s},
+          {"host_s", b.host_s},           {"loop_s", b.loop_s}};
 }
 
 nlohmann::json prediction_json(const sim::Prediction& p) {
@@ -256,6 +250,7 @@ void print_prediction(const sim::Prediction& p) {
   line("recompute", b.recompute_s);
   line("optimizer", b.optimizer_s);
   line("host", b.host_s);
+  if (b.loop_s > 0) line("stack's loop", b.loop_s);
 }
 
 int run_predict(const SimOptions& o) {

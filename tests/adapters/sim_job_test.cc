@@ -331,6 +331,29 @@ class SimJobProcess : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+// Llama-3.1-405B's public recipe fills its B200s to 0.3 GiB, so at reality seed 1 the world's
+// hidden memory factor runs it out of memory; named as the baseline, it keeps working there, as
+// it does in a campaign's world.
+TEST_F(SimJobProcess, ANamedBaselineKeepsFittingAsInACampaignsWorld) {
+  write_recipe("llama.sh", *recipe_preset_text("llama3.1-405b-b200x128"));
+  const std::vector<std::string> args = {"--model",        "llama3.1-405b",
+                                         "--gpu",          "b200",
+                                         "--gpus",         "128",
+                                         "--seq",          "8192",
+                                         "--gbs",          "64",
+                                         "--precision",    "fp8",
+                                         "--recipe",       path("llama.sh"),
+                                         "--log",          path("job.log"),
+                                         "--reality-seed", "1",
+                                         "--steps",        "3"};
+  EXPECT_NE(run(args), 0);
+  EXPECT_NE(read("job.log").find("out of memory"), std::string::npos) << read("job.log");
+  std::vector<std::string> with_baseline = args;
+  with_baseline.insert(with_baseline.end(), {"--baseline", path("llama.sh")});
+  EXPECT_EQ(run(with_baseline), 0) << read("job.log");
+  EXPECT_EQ(read("job.log").find("out of memory"), std::string::npos) << read("job.log");
+}
+
 TEST_F(SimJobProcess, VirtualRunWritesAMegatronLogAndExitsZero) {
   ASSERT_EQ(run(qwen_args({"--steps", "14", "--run-seed", "3"})), 0);
   const std::string log = read("job.log");

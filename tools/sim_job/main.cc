@@ -74,6 +74,15 @@ double real_due_s(const LogPiece& piece, double step_ms, double time_scale,
   return 0.0;
 }
 
+// A recipe file: Megatron-LM flags and environment, as a launch script gives them.
+attune::Result<attune::Recipe> read_recipe(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return attune::make_error(path + ": cannot open the recipe");
+  std::stringstream text;
+  text << file.rdbuf();
+  return attune::parse_recipe(text.str(), path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +90,7 @@ int main(int argc, char** argv) {
       "A simulated Megatron-LM training job: writes a real Megatron log (and Kineto "
       "traces) for a recipe on the simulated cluster."};
   std::string model, gpu, recipe_path, precision_text = "bf16", log_path, trace_dir, nodes_text;
+  std::string baseline_path;
   std::string fault_text = "none", stack_name = "megatron-bridge";
   int gpus = 0, seq = 0, gbs = 0;
   std::uint32_t steps = 14;
@@ -101,6 +111,9 @@ int main(int argc, char** argv) {
   app.add_option("--trace-dir", trace_dir, "profile: write Kineto traces here");
   app.add_option("--nodes", nodes_text, "the allocation, comma-separated node names");
   app.add_option("--reality-seed", reality_seed, "the simulated world (0: the default one)");
+  app.add_option("--baseline", baseline_path,
+                 "the campaign's baseline recipe: the world keeps it fitting in memory, as a "
+                 "campaign's world does");
   app.add_option("--stack", stack_name,
                  "the cluster's software stack: megatron-bridge (default), slime, or a TOML file");
   app.add_option("--run-seed", run_seed, "this run's seed");
@@ -126,11 +139,7 @@ int main(int argc, char** argv) {
   attune::Result<attune::sim::Workload> workload =
       attune::sim::load_workload(model, gpu, gpus, seq, gbs, precision.value());
   if (!workload.ok()) return fail(workload.error());
-  std::ifstream recipe_file(recipe_path);
-  if (!recipe_file) return fail(recipe_path + ": cannot open the recipe");
-  std::stringstream recipe_text;
-  recipe_text << recipe_file.rdbuf();
-  attune::Result<attune::Recipe> recipe = attune::parse_recipe(recipe_text.str(), recipe_path);
+  attune::Result<attune::Recipe> recipe = read_recipe(recipe_path);
   if (!recipe.ok()) return fail(recipe.error());
 
   attune::Result<attune::sim::StackProfile> stack = attune::sim::load_stack(stack_name);
@@ -138,6 +147,11 @@ int main(int argc, char** argv) {
   attune::sim::WorldConfig config;
   config.reality_seed = reality_seed;
   config.stack = std::move(stack).value();
+  if (!baseline_path.empty()) {
+    attune::Result<attune::Recipe> baseline = read_recipe(baseline_path);
+    if (!baseline.ok()) return fail(baseline.error());
+    config.baseline = std::move(baseline).value();
+  }
   const attune::sim::World world(std::move(workload).value(), config);
   attune::sim::SimJobRun spec;
   spec.steps = steps;

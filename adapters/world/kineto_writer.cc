@@ -772,10 +772,12 @@ Schedule one_forward_one_backward(const TracedStage& t) {
 }
 
 // The stage's model times, and its idle share of the step, spent waiting on its pipeline
-// neighbours (the earlier the stage, the more of the wait comes at the start).
+// neighbours (the earlier the stage, the more of the wait comes at the start), apart from the
+// stack's loop time, which the GPU spends waiting on the host before each microbatch.
 struct PipelineTimes {
   double model_step_s = 0;
   double idle_s = 0;
+  double loop_s = 0;
   double wait_start_share = 0;
   int p2p_per_microbatch = 0;
   double pp_elements = 0;
@@ -788,7 +790,9 @@ PipelineTimes pipeline_times(const TracedStage& t, const SimulatedRun& run) {
       t.microbatches * timing.microbatch_s + timing.dp_comm_s + timing.optimizer_s;
   PipelineTimes times;
   times.model_step_s = std::max(run.prediction.step_time_s, busy_s);
-  times.idle_s = std::max(0.0, run.prediction.step_time_s - busy_s);
+  times.loop_s =
+      std::min(run.prediction.breakdown.loop_s, std::max(0.0, run.prediction.step_time_s - busy_s));
+  times.idle_s = std::max(0.0, run.prediction.step_time_s - busy_s - times.loop_s);
   times.wait_start_share = l.pp > 1 ? static_cast<double>(t.stage) / (l.pp - 1) : 0.0;
   const int vp = static_cast<int>(t.plan.chunks.size());
   for (int c = 0; c < vp; ++c) {
@@ -834,6 +838,10 @@ void trace_pipeline(Timeline& timeline, const TracedStage& t, const Schedule& sc
     const bool first_chunk = first_stage && unit.chunk == 0;
     const bool last_chunk = last_stage && unit.chunk == vp - 1;
     if (unit.forward) {
+      // The stack's loop readies each microbatch on the host while the GPU waits.
+      timeline.gap(times.loop_s * k_us * in_group *
+                   t.plan.chunk_share[static_cast<std::size_t>(unit.chunk)] /
+                   std::max(1, t.microbatches));
       const int scope =
           timeline.open_scope("nn.Module: TransformerBlock_" + std::to_string(unit.chunk), false);
       if (!first_chunk) p2p(false, scope, false, std::exchange(wait_start_us, 0.0));

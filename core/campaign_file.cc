@@ -273,7 +273,8 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   ATTUNE_TRY(section("baseline", true, baseline));
   TableReader b(baseline, path, "baseline", 1);
   ATTUNE_TRY(b.unknown_keys({"recipe", "recipe_file", "script", "script_args", "script_env",
-                             "script_cwd", "script_timeout_seconds", "allow_unsandboxed"}));
+                             "script_files", "script_cwd", "script_timeout_seconds",
+                             "allow_unsandboxed"}));
   const int given = (b.present("recipe") ? 1 : 0) + (b.present("recipe_file") ? 1 : 0) +
                     (b.present("script") ? 1 : 0);
   if (given != 1) {
@@ -285,6 +286,8 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     spec.script.path = resolve_relative(path, spec.script.path);
     ATTUNE_TRY(b.texts("script_args", spec.script.args));
     ATTUNE_TRY(b.text_table("script_env", spec.script.env));
+    ATTUNE_TRY(b.texts("script_files", spec.script.files));
+    for (std::string& file : spec.script.files) file = resolve_relative(path, file);
     ATTUNE_TRY(b.text("script_cwd", spec.script.cwd, false));
     ATTUNE_TRY(b.fraction("script_timeout_seconds", spec.script.timeout_seconds, 1.0, 600.0));
     ATTUNE_TRY(b.flag("allow_unsandboxed", spec.script.allow_unsandboxed));

@@ -43,7 +43,8 @@ struct CampaignSpec {
     std::string path;  // empty: the baseline is a recipe or recipe_file
     std::vector<std::string> args;
     std::map<std::string, std::string> env;
-    std::string cwd;  // the folder it runs in; empty: its own
+    std::vector<std::string> files;  // companions it sources or runs, shown at their own paths
+    std::string cwd;                 // the folder it runs in; empty: its own
     double timeout_seconds = 20;
     bool allow_unsandboxed = false;  // consent to run it without a sandbox where none can be made
   } script;

@@ -123,6 +123,20 @@ std::string without_trailing_slashes(std::string path) {
   return path;
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> companions_at_their_paths(
+    const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> files;
+  std::error_code ec;
+  for (const std::string& path : paths) {
+    files.emplace_back(path, fs::absolute(path, ec).lexically_normal().string());
+  }
+  return files;
+}
+
+namespace {
+
 // Everything wrong with `input` that shows before the script runs.
 Result<Invocation> check_input(const ScriptInput& input) {
   std::error_code ec;
@@ -334,9 +348,14 @@ Result<ResolvedScript> read_outcome(const ScriptInput& input, const TimedOutcome
     if (last.rfind("bwrap:", 0) == 0) {
       return make_error(input.path + ": the sandbox could not be set up: " + last);
     }
+    // The sandbox shows the script alone: a file it sources must be named.
+    const bool missing_file = last.find("No such file or directory") != std::string::npos;
     return make_error(
         input.path + ": bash exited " + std::to_string(outcome.exit_status) +
-        " before reaching a training program: " + (last.empty() ? "(no message)" : last));
+        " before reaching a training program: " + (last.empty() ? "(no message)" : last) +
+        (missing_file ? " (a file the script sources or runs is shown to it only when named: "
+                        "--file, or [baseline] script_files)"
+                      : ""));
   }
   const CallRecord& call = (*calls)[*training];
   ResolvedScript resolved;

@@ -64,6 +64,11 @@ struct ResolvedScript {
   int script_exit_status = 0;
 };
 
+// Companion files (as given on a command line or in a campaign file) at their own absolute
+// paths inside the sandbox, as ScriptInput::files.
+std::vector<std::pair<std::string, std::string>> companions_at_their_paths(
+    const std::vector<std::string>& paths);
+
 // The longest a script may run; the limits of a sandbox's disk are in sandbox.h.
 inline constexpr double kScriptTimeoutSecondsMax = 600;
 // Warnings beyond this many are summed up in one.

@@ -203,3 +203,35 @@ TEST_F(Cli, ALedgerHeldByAWriterIsReportedAndViewsStillRead) {
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+// slime's real run-qwen3-4B.sh (THUDM/slime, tests/data/real-world/recipes) sources its model
+// script from the folder beside it. The sandbox shows it the script alone, so it fails and says
+// how to name the companion; with --file the model's flags come through.
+TEST_F(Cli, RecipeShowReadsAScriptThatSourcesANamedCompanion) {
+  const fs::path recipes = fs::path(ATTUNE_SOURCE_DIR) / "tests/data/real-world/recipes";
+  fs::create_directories(dir_ / "models");
+  fs::copy_file(recipes / "THUDM__slime__scripts__run-qwen3-4B.sh", dir_ / "run-qwen3-4B.sh");
+  fs::copy_file(recipes / "THUDM__slime__scripts__run-qwen3-4B.d/models/qwen3-4B.sh",
+                dir_ / "models/qwen3-4B.sh");
+  const std::string script = (dir_ / "run-qwen3-4B.sh").string();
+  const Outcome alone = attune("recipe show " + script + " --json");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("--file"), std::string::npos) << alone.err;
+  EXPECT_EQ(lines_of(alone.err), 1) << alone.err;
+
+  const Outcome named = attune("recipe show " + script + " --file " +
+                               (dir_ / "models/qwen3-4B.sh").string() + " --json");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  const auto json = nlohmann::json::parse(named.out);
+  EXPECT_EQ(json["program"], "train.py");
+  const std::vector<std::string> args = json["args"].get<std::vector<std::string>>();
+  const auto layers = std::find(args.begin(), args.end(), "--num-layers");
+  ASSERT_NE(layers, args.end()) << named.out;
+  EXPECT_EQ(*(layers + 1), "36");  // Qwen3-4B, from the sourced model script
+}
+
+}  // namespace
+}  // namespace attune

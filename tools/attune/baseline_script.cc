@@ -53,6 +53,7 @@ Status resolve_baseline_script(CampaignSpec& spec, std::vector<std::string>& war
   input.path = spec.script.path;
   input.args = spec.script.args;
   input.env = spec.script.env;
+  input.files = script::companions_at_their_paths(spec.script.files);
   add_batch_environment(spec, text.value(), input.env);
   input.invocation_cwd = spec.script.cwd;
   input.timeout_seconds = spec.script.timeout_seconds;

@@ -18,6 +18,7 @@ struct ShowOptions {
   std::string file;
   std::vector<std::string> args;
   std::vector<std::string> env;
+  std::vector<std::string> files;
   std::string cwd;
   double timeout_seconds = 20;
   bool allow_unsandboxed = false;
@@ -87,6 +88,7 @@ int show_recipe(const ShowOptions& options) {
     if (eq == std::string::npos || eq == 0) return fail("--env " + setting + ": expected K=V");
     input.env[setting.substr(0, eq)] = setting.substr(eq + 1);
   }
+  input.files = script::companions_at_their_paths(options.files);
   input.invocation_cwd = options.cwd;
   input.timeout_seconds = options.timeout_seconds;
   input.allow_unsandboxed = options.allow_unsandboxed;
@@ -120,6 +122,9 @@ void add_recipe_commands(CLI::App& app, int& exit_code) {
   show->add_option("FILE", options->file, "The launch script or recipe")->required();
   show->add_option("--arg", options->args, "An argument to the script ($1, $2, ...); repeat");
   show->add_option("--env", options->env, "K=V: a variable the script expects; repeat");
+  show->add_option("--file", options->files,
+                   "A file the script sources or runs (e.g. a model script beside it), shown to it "
+                   "read-only at its own path; repeat");
   show->add_option("--cwd", options->cwd, "The folder the script runs in (default: its own)");
   show->add_option("--timeout", options->timeout_seconds, "Seconds the script may run")
       ->capture_default_str()

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "events/split.h"
+
 namespace attune {
 
 // Defined in the source generated from events/data/megatron_args.tsv (tools/embed_text.cmake).
@@ -15,17 +17,6 @@ namespace {
 constexpr std::size_t kColumnCount = 6;
 constexpr std::size_t kRowCountMax = 10000;  // the real table has under a thousand rows
 constexpr std::string_view kHeaderLine = "flag\ttype\tdefault\tgroup\tclass\tnotes";
-
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t end = text.find(separator, begin);
-    parts.push_back(text.substr(begin, end - begin));
-    if (end == std::string_view::npos) return parts;
-    begin = end + 1;
-  }
-}
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -68,7 +59,7 @@ std::string derive_dest(std::string_view canonical, std::string_view notes) {
 
 // Fills the type-derived fields of `info` from its type column, e.g. "str nargs=+ choices=a|b".
 Status parse_type(std::string_view text, ArgInfo& info) {
-  const std::vector<std::string_view> words = split(text, ' ');
+  const std::vector<std::string_view> words = split_fields(text, ' ');
   const std::string_view base = words.front();
   if (base.empty()) return make_error("expected a type, found nothing");
   const bool is_switch = base.starts_with("bool(");
@@ -106,7 +97,7 @@ Status parse_type(std::string_view text, ArgInfo& info) {
         return make_error("unsupported nargs '" + std::string(nargs) + "'");
       }
     } else if (word.starts_with("choices=") && !is_switch && info.choices.empty()) {
-      for (const std::string_view choice : split(word.substr(8), '|')) {
+      for (const std::string_view choice : split_fields(word.substr(8), '|')) {
         if (choice.empty()) return make_error("empty choice in '" + std::string(word) + "'");
         info.choices.emplace_back(choice);
       }
@@ -120,7 +111,7 @@ Status parse_type(std::string_view text, ArgInfo& info) {
 
 // Fills the spelling fields of `info` from the flag column; the type must be parsed first.
 Status parse_spellings(std::string_view text, ArgInfo& info) {
-  for (const std::string_view spelling : split(text, '|')) {
+  for (const std::string_view spelling : split_fields(text, '|')) {
     if (!valid_spelling(spelling)) {
       return make_error("expected a flag spelling like --name, found '" + std::string(spelling) +
                         "'");
@@ -142,7 +133,7 @@ Status parse_spellings(std::string_view text, ArgInfo& info) {
 }
 
 Result<ArgInfo> parse_row(std::string_view line) {
-  const std::vector<std::string_view> columns = split(line, '\t');
+  const std::vector<std::string_view> columns = split_fields(line, '\t');
   if (columns.size() != kColumnCount) {
     return make_error("expected " + std::to_string(kColumnCount) +
                       " tab-separated columns, found " + std::to_string(columns.size()));
@@ -169,7 +160,7 @@ Result<ArgCatalog> ArgCatalog::parse(std::string_view tsv) {
   ArgCatalog catalog;
   bool header_seen = false;
   std::size_t line_number = 0;
-  for (std::string_view line : split(tsv, '\n')) {
+  for (std::string_view line : split_fields(tsv, '\n')) {
     ++line_number;
     const std::string where = "line " + std::to_string(line_number) + ": ";
     if (line.ends_with('\r')) line.remove_suffix(1);

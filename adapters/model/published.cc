@@ -10,22 +10,12 @@
 #include "adapters/model/performance_model.h"
 #include "adapters/model/preset_files.h"
 #include "adapters/model/presets.h"
+#include "events/split.h"
 
 namespace attune::sim {
 namespace {
 
 constexpr std::string_view kRowsPath = "published/rows.tsv";
-
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = text.find(separator, start);
-    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
 
 // The row's columns by header name; numbers parsed where the model needs them.
 class Columns {
@@ -165,7 +155,7 @@ std::string graph_flags(const PublishedRow& r) {
   }
   if (r.cuda_graph_impl == "transformer_engine" || r.cuda_graph_impl == "local") {
     std::string modules;
-    for (std::string_view m : split(r.cuda_graph_scope, ',')) {
+    for (std::string_view m : split_fields(r.cuda_graph_scope, ',')) {
       if (m == "attn" || m == "mlp" || m == "moe" || m == "moe_router" || m == "moe_preprocess") {
         modules += " " + std::string(m);
       }
@@ -177,13 +167,13 @@ std::string graph_flags(const PublishedRow& r) {
 }
 
 std::string recompute_flags(const std::string& recompute) {
-  const std::vector<std::string_view> parts = split(recompute, ':');
+  const std::vector<std::string_view> parts = split_fields(recompute, ':');
   if (parts[0] == "selective") {
     // An empty module list recomputes nothing (Megatron's default list would be core_attn).
     if (parts.size() > 1 && parts[1] == "(empty-list)") return "";
     std::string modules;
     if (parts.size() > 1 && parts[1] != "-") {
-      for (std::string_view m : split(parts[1], ',')) modules += " " + std::string(m);
+      for (std::string_view m : split_fields(parts[1], ',')) modules += " " + std::string(m);
     }
     return " --recompute-granularity selective" +
            (modules.empty() ? "" : " --recompute-modules" + modules);
@@ -201,7 +191,7 @@ std::string recompute_flags(const std::string& recompute) {
 
 // The value of KEY in the row's other settings ("KEY=VALUE;..."), or empty.
 std::string other_setting(const PublishedRow& r, std::string_view key) {
-  for (std::string_view part : split(r.other_flags, ';')) {
+  for (std::string_view part : split_fields(r.other_flags, ';')) {
     if (part.size() > key.size() && part.starts_with(key) && part[key.size()] == '=') {
       return std::string(part.substr(key.size() + 1));
     }
@@ -247,7 +237,7 @@ std::string data_parallel_flags(const PublishedRow& r) {
 // CUDA_DEVICE_MAX_CONNECTIONS as the row's environment sets it (1 where it says nothing, as
 // Megatron's own scripts do; unset for Megatron-FSDP).
 std::string connections_env(const PublishedRow& r) {
-  for (std::string_view part : split(r.env, ';')) {
+  for (std::string_view part : split_fields(r.env, ';')) {
     if (part.starts_with("CUDA_DEVICE_MAX_CONNECTIONS=")) return std::string(part) + " ";
   }
   return r.fsdp ? "" : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
@@ -389,7 +379,7 @@ std::string_view published_rows_text() {
 
 Result<std::vector<PublishedRow>> parse_published_rows(std::string_view text,
                                                        std::string_view source_name) {
-  std::vector<std::string_view> lines = split(text, '\n');
+  std::vector<std::string_view> lines = split_fields(text, '\n');
   for (std::string_view& line : lines) {
     if (line.ends_with('\r')) line.remove_suffix(1);  // a file saved with CRLF line ends
   }
@@ -398,11 +388,11 @@ Result<std::vector<PublishedRow>> parse_published_rows(std::string_view text,
         std::string(source_name) +
         ":1: expected rows.tsv's header (id, source, ..., tokens_per_s_per_gpu, ...)");
   }
-  const std::vector<std::string_view> header = split(lines[0], '\t');
+  const std::vector<std::string_view> header = split_fields(lines[0], '\t');
   std::vector<PublishedRow> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
-    const std::vector<std::string_view> cells = split(lines[i], '\t');
+    const std::vector<std::string_view> cells = split_fields(lines[i], '\t');
     const Columns columns(header, cells, std::string(source_name) + ":" + std::to_string(i + 1));
     PublishedRow row = row_of(columns);
     if (auto problem = columns.problem()) return make_error(*problem);
@@ -415,7 +405,7 @@ Result<PublishedCase> published_case(const PublishedRow& row) {
   if (row.task != "pretrain") return make_error("not pre-training (" + row.task + ")");
   const std::string preset = model_preset(row.model);
   if (preset.empty()) return make_error("no model preset");
-  if (const auto parts = split(row.recompute, ':');
+  if (const auto parts = split_fields(row.recompute, ':');
       parts[0] == "full" && (parts.size() < 3 || parts[1] == "-" || parts[2] == "-")) {
     return make_error("incomplete recipe: full recompute without its method");
   }

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "events/split.h"
+
 namespace attune {
 namespace {
 
@@ -24,22 +26,11 @@ std::string state_word(std::string_view text) {
   return word;
 }
 
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t at = 0;
-  for (;;) {
-    const std::size_t next = text.find(separator, at);
-    parts.emplace_back(text.substr(at, next - at));
-    if (next == std::string_view::npos) return parts;
-    at = next + 1;
-  }
-}
-
 std::vector<std::string> lines_of(std::string_view text) {
   std::vector<std::string> lines;
-  for (std::string& line : split(text, '\n')) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines.push_back(std::move(line));
+  for (std::string_view line : split_fields(text, '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) lines.emplace_back(line);
   }
   return lines;
 }
@@ -92,7 +83,8 @@ Status expand_one(std::string_view name, std::vector<std::string>& out) {
   if (close == std::string_view::npos) return make_error("unbalanced '['");
   const std::string_view prefix = name.substr(0, open);
   const std::string_view rest = name.substr(close + 1);
-  for (const std::string& range : split(name.substr(open + 1, close - open - 1), ',')) {
+  for (const std::string_view piece : split_fields(name.substr(open + 1, close - open - 1), ',')) {
+    const std::string range(piece);
     const std::size_t dash = range.find('-');
     const std::string first = range.substr(0, dash);
     const std::string last = dash == std::string::npos ? first : range.substr(dash + 1);
@@ -171,7 +163,7 @@ std::vector<SlurmJobFacts> parse_jobcomp_text(std::string_view text) {
   std::vector<SlurmJobFacts> facts;
   for (const std::string& line : lines_of(text)) {
     std::map<std::string, std::string> fields;
-    for (const std::string& word : split(line, ' ')) {
+    for (const std::string_view word : split_fields(line, ' ')) {
       const std::size_t equals = word.find('=');
       if (equals == std::string::npos || equals == 0) continue;
       fields.emplace(word.substr(0, equals), word.substr(equals + 1));
@@ -193,7 +185,7 @@ std::vector<SlurmJobFacts> parse_jobcomp_text(std::string_view text) {
 std::vector<SlurmJobFacts> parse_sacct_text(std::string_view text) {
   std::vector<SlurmJobFacts> facts;
   for (const std::string& line : lines_of(text)) {
-    const std::vector<std::string> fields = split(line, '|');
+    const std::vector<std::string_view> fields = split_fields(line, '|');
     if (fields.size() < 7 || fields[0].empty()) continue;
     SlurmJobFacts one;
     one.job_id = fields[0];

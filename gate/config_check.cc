@@ -6,6 +6,7 @@
 
 #include "events/arg_catalog.h"
 #include "events/assert.h"
+#include "gate/implied_args.h"
 
 namespace attune {
 namespace {
@@ -199,6 +200,23 @@ std::optional<ConfigRefusal> defect_match(const Policy& policy, const KnownDefec
   return refusal;
 }
 
+// The value layer 1 judges: for a flag, the one Megatron will use (a silent rewrite applied).
+std::optional<std::string> checked_value(const Recipe& recipe, ChangeKind kind,
+                                         const std::string& name) {
+  return kind == ChangeKind::kFlag ? resolved_flag_value(recipe, name)
+                                   : effective_value(recipe, kind, name);
+}
+
+// "; implied by CAUSE: NOTE" where a silent rewrite set the value on either side, else empty.
+std::string implied_text(const Recipe& baseline, const Recipe& candidate, ChangeKind kind,
+                         const std::string& name) {
+  if (kind != ChangeKind::kFlag) return "";
+  const ImpliedSettingRule* rule = implied_rule_for(name);
+  if (rule == nullptr) return "";
+  if (!implied_value(*rule, baseline) && !implied_value(*rule, candidate)) return "";
+  return "; implied by " + std::string(rule->cause) + ": " + std::string(rule->note);
+}
+
 }  // namespace
 
 const char* to_string(CheckVerdict value) {
@@ -323,12 +341,14 @@ ConfigCheckResult check_config(const Policy& policy, const Recipe& baseline,
   std::set<std::string> env;
   collect_settings(baseline, flags, env);
   collect_settings(candidate, flags, env);
+  for (const ImpliedSettingRule& rule : implied_setting_rules()) flags.emplace(rule.setting);
   auto judge_all = [&](ChangeKind kind, const std::set<std::string>& names) {
     for (const std::string& name : names) {
-      const std::optional<std::string> before = effective_value(baseline, kind, name);
-      const std::optional<std::string> after = effective_value(candidate, kind, name);
+      const std::optional<std::string> before = checked_value(baseline, kind, name);
+      const std::optional<std::string> after = checked_value(candidate, kind, name);
       if (before == after) continue;
       CheckedChange checked = judge_change(policy, make_change(kind, name, before, after));
+      checked.message += implied_text(baseline, candidate, kind, name);
       if (checked.verdict == CheckVerdict::kRefused) {
         result.refusals.push_back(
             {name, checked.change.objective_class, checked.rule, checked.message});

@@ -10,6 +10,7 @@
 // Pure and deterministic (enumeration order breaks ties); single-threaded.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "adapters/model/cost_factors.h"
@@ -44,6 +45,10 @@ struct SweepOptions {
   // The stack the layouts run on: its loop's time counts, and without CUDA graphs no graph
   // variant is tried (it would run as the eager one).
   StackProfile stack;
+  // Which recipes may enter the best list (a policy's layer-1 check, say); empty admits every
+  // one. Asked only of layouts fast enough to enter it, so a filter that refuses the fastest
+  // layouts still leaves top_k others.
+  std::function<bool(const Recipe&)> admit;
 };
 
 struct SweepEntry {

@@ -364,6 +364,10 @@ Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
   sim::SweepOptions on_stack = options;
   on_stack.stack = c.stack;
   on_stack.factors = c.stack.factors;
+  // Only layouts the policy lets run (rule 3), so refused ones do not crowd out the rest.
+  on_stack.admit = [&c](const Recipe& candidate) {
+    return check_config(c.policy, c.baseline, candidate).allowed;
+  };
   auto result = sim::sweep(c.w, recipe, on_stack);
   if (result.ok()) {
     if (c.sweeps->size() >= kSweepsCachedMax) c.sweeps->clear();

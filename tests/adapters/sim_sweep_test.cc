@@ -99,6 +99,47 @@ TEST(SimSweep, CudaGraphsAreVariedWhereTheHostBinds) {
             eager->best.front().prediction.tokens_per_s_per_gpu);
 }
 
+// A filter that refuses the fastest layouts (all graphed on the demo) still leaves top_k others:
+// the best list is filled from what the filter admits, fastest first, not cut from the
+// unfiltered list.
+TEST(SimSweep, AnAdmitFilterFillsTheListFromWhatItAdmits) {
+  const Workload w = qwen3_on_16_h100();
+  const Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();
+  SweepOptions options;
+  options.top_k = 20;
+  const Result<SweepResult> all = sweep(w, baseline, options);
+  ASSERT_TRUE(all.ok()) << all.error();
+  ASSERT_EQ(all->best.size(), 20u);
+  ASSERT_TRUE(all->best.front().recipe.flags.contains("--cuda-graph-impl"));
+
+  int asked = 0;
+  options.admit = [&asked](const Recipe& recipe) {
+    ++asked;
+    return !recipe.flags.contains("--cuda-graph-impl");
+  };
+  const Result<SweepResult> eager = sweep(w, baseline, options);
+  ASSERT_TRUE(eager.ok()) << eager.error();
+  ASSERT_EQ(eager->best.size(), 20u);
+  EXPECT_GT(asked, 20);
+  for (std::size_t i = 0; i < eager->best.size(); ++i) {
+    EXPECT_FALSE(eager->best[i].recipe.flags.contains("--cuda-graph-impl")) << i;
+    if (i > 0) {
+      EXPECT_LE(eager->best[i].prediction.tokens_per_s_per_gpu,
+                eager->best[i - 1].prediction.tokens_per_s_per_gpu);
+    }
+  }
+  // The same as sweeping without graph variants at all.
+  SweepOptions no_graphs;
+  no_graphs.top_k = 20;
+  no_graphs.vary_cuda_graphs = false;
+  const Result<SweepResult> reference = sweep(w, baseline, no_graphs);
+  ASSERT_TRUE(reference.ok()) << reference.error();
+  EXPECT_DOUBLE_EQ(eager->best.front().prediction.tokens_per_s_per_gpu,
+                   reference->best.front().prediction.tokens_per_s_per_gpu);
+  EXPECT_DOUBLE_EQ(eager->best.back().prediction.tokens_per_s_per_gpu,
+                   reference->best.back().prediction.tokens_per_s_per_gpu);
+}
+
 TEST(SimSweep, UndecodableBaselineIsAnError) {
   const Workload w = qwen3_on_16_h100();
   Recipe baseline = load_recipe_preset("qwen3-30b-a3b-h100x16").value();

@@ -496,6 +496,84 @@ TEST(ConfigCheck, SeveralRefusalsAreAllListedAndSummarised) {
   EXPECT_THAT(refusal_summary(result), testing::EndsWith("(and 1 more refusal)"));
 }
 
+// ---- Silent rewrites that the recipe alone does not show (gate/implied_args.h).
+
+TEST(ConfigCheck, AGraphImplementationIsJudgedForTheRngTrackerItTurnsOn) {
+  // Megatron's validate_args turns on te_rng_tracker for any --cuda-graph-impl but none
+  // (confirmed with tools/megatron-oracle); --te-rng-tracker is numeric in the catalog.
+  for (const std::string impl : {"local", "transformer_engine"}) {
+    SCOPED_TRACE(impl);
+    const Recipe candidate = with_flag(baseline(), "--cuda-graph-impl", impl);
+    const ConfigCheckResult result = check_config(default_policy(), baseline(), candidate);
+    ASSERT_NE(change_of(result, "--cuda-graph-impl"), nullptr);
+    EXPECT_EQ(change_of(result, "--cuda-graph-impl")->verdict, CheckVerdict::kAllowed);
+    expect_refused(result, "--te-rng-tracker", ObjectiveClass::kNumeric, CheckRule::kNumeric);
+    const CheckedChange* rng = change_of(result, "--te-rng-tracker");
+    EXPECT_EQ(rng->change.before, "false");
+    EXPECT_EQ(rng->change.after, "true");
+    EXPECT_THAT(rng->message, HasSubstr("implied by --cuda-graph-impl"));
+  }
+  // Explicit none is no rewrite.
+  EXPECT_TRUE(
+      check_config(default_policy(), baseline(), with_flag(baseline(), "--cuda-graph-impl", "none"))
+          .allowed);
+}
+
+TEST(ConfigCheck, ARewriteTheBaselineAlreadyHasIsNoChange) {
+  // A baseline with graphs runs the tracker already: another implementation changes nothing
+  // numeric, and neither does a baseline that gives --te-rng-tracker itself.
+  const Recipe graphed = with_flag(baseline(), "--cuda-graph-impl", "transformer_engine");
+  EXPECT_TRUE(
+      check_config(default_policy(), graphed, with_flag(graphed, "--cuda-graph-impl", "local"))
+          .allowed);
+  const Recipe tracked = with_flag(baseline(), "--te-rng-tracker", "");
+  EXPECT_TRUE(
+      check_config(default_policy(), tracked, with_flag(tracked, "--cuda-graph-impl", "local"))
+          .allowed);
+  // Dropping the graphs from a graphed baseline turns the tracker off: refused the other way.
+  const ConfigCheckResult dropped =
+      check_config(default_policy(), graphed, with_flag(graphed, "--cuda-graph-impl", "none"));
+  expect_refused(dropped, "--te-rng-tracker", ObjectiveClass::kNumeric, CheckRule::kNumeric);
+  EXPECT_EQ(change_of(dropped, "--te-rng-tracker")->change.after, "false");
+}
+
+TEST(ConfigCheck, AnOverrideThatAllowsTheCauseStillMeetsTheRewrittenSetting) {
+  // A policy that classes --grad-reduce-in-bf16 as same-math still refuses the candidate: under
+  // --bf16 it turns accumulate_allreduce_grads_in_fp32 from True to False.
+  const Policy policy = policy_of(R"(name = "lenient"
+model = "test"
+[[class_override]]
+setting = "--grad-reduce-in-bf16"
+class = "same-math"
+reason = "a test policy"
+)");
+  const ConfigCheckResult result =
+      check_config(policy, baseline(), with_flag(baseline(), "--grad-reduce-in-bf16", ""));
+  EXPECT_EQ(change_of(result, "--grad-reduce-in-bf16")->verdict, CheckVerdict::kAllowed);
+  expect_refused(result, "--accumulate-allreduce-grads-in-fp32", ObjectiveClass::kNumeric,
+                 CheckRule::kNumeric);
+  EXPECT_EQ(change_of(result, "--accumulate-allreduce-grads-in-fp32")->change.before, "true");
+  EXPECT_EQ(change_of(result, "--accumulate-allreduce-grads-in-fp32")->change.after, "false");
+  // The flag given explicitly in both recipes is what --bf16 sets anyway: no change.
+  const Recipe explicit_fp32 = with_flag(baseline(), "--accumulate-allreduce-grads-in-fp32", "");
+  EXPECT_TRUE(check_config(policy, baseline(), explicit_fp32).allowed);
+}
+
+TEST(ConfigCheck, AClassOverrideOnTheRewrittenSettingDecides) {
+  const Policy policy = policy_of(R"(name = "no-dropout"
+model = "test"
+[[class_override]]
+setting = "--te-rng-tracker"
+class = "same-math"
+reason = "the recipe has no dropout"
+)");
+  const ConfigCheckResult result =
+      check_config(policy, baseline(), with_flag(baseline(), "--cuda-graph-impl", "local"));
+  EXPECT_TRUE(result.allowed) << refusal_summary(result);
+  ASSERT_NE(change_of(result, "--te-rng-tracker"), nullptr);
+  EXPECT_EQ(change_of(result, "--te-rng-tracker")->rule, CheckRule::kSameMath);
+}
+
 // ---- The shipped policies enforce the paper's rules.
 
 Recipe minimax_baseline() {

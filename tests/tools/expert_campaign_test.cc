@@ -204,6 +204,41 @@ TEST_F(ExpertCampaign, CompareOraclePassesOverRecipesThatDoNotRun) {
   EXPECT_LE(json["arms"]["expert"]["oracle_fraction_mean"].get<double>(), 1.03) << out;
 }
 
+// On the default stack MiniMax-M2's fastest layouts capture CUDA graphs, and any graph
+// implementation turns on the TE RNG tracker, a numeric setting: such a candidate fails layer 1
+// on its printed arguments at the check stage. Layer 1 sees the rewrite before launch, so the
+// expert and the oracle choose among layouts that can ship, and the expert ships a gain instead
+// of its baseline.
+TEST_F(ExpertCampaign, GraphCandidatesThatCannotShipAreRefusedBeforeLaunch) {
+  const std::string file = on_default_stack("minimax-m2-b200x64");
+  std::string content;
+  {
+    std::ifstream in(file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    content = text.str();
+  }
+  const std::string reality_line = "reality = 0";
+  const std::size_t reality = content.find(reality_line);
+  ASSERT_NE(reality, std::string::npos);
+  content.replace(reality, reality_line.size(), "reality = 9002");
+  std::ofstream(file) << content;
+
+  std::vector<nlohmann::json> events;
+  const nlohmann::json summary = run_example(file, events);
+  ASSERT_FALSE(summary.is_null());
+  ASSERT_FALSE(summary["shipped"]["is_baseline"].get<bool>()) << summary.dump();
+  EXPECT_GT(summary["shipped"]["gain_fraction"].get<double>(), 1.0) << summary.dump();
+  int launched = 0;
+  for (const nlohmann::json& event : of_type(events, "CandidateProposed")) {
+    ++launched;
+    const std::string text = event.dump();
+    EXPECT_EQ(text.find("--cuda-graph-impl"), std::string::npos) << text;
+  }
+  EXPECT_TRUE(of_type(events, "LaunchRefused").empty());
+  EXPECT_GT(launched, 8);
+}
+
 TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
   const std::string file = demo_with_tuner(root_, "expert");
   int code = -1;

@@ -265,11 +265,13 @@ int run_compare(const CompareOptions& options) {
   sweep_options.top_k = kOracleCandidatesMax;
   sweep_options.stack = stack.value();
   sweep_options.factors = stack->factors;
+  sweep_options.admit = [&](const Recipe& recipe) {
+    return check_config(policy.value(), spec->baseline, recipe).allowed;
+  };
   auto oracle = sim::sweep(workload.value(), spec->baseline, sweep_options);
   std::vector<std::string> oracle_hashes;
   if (oracle.ok()) {
     for (const sim::SweepEntry& entry : oracle->best) {
-      if (!check_config(policy.value(), spec->baseline, entry.recipe).allowed) continue;
       if (measure_once(world, spec.value(), entry.recipe, kOracleProbeSeed) <= 0) continue;
       const std::string hash = recipe_hash(entry.recipe);
       recipes[hash] = entry.recipe;

@@ -342,22 +342,26 @@ ConfigCheckResult check_config(const Policy& policy, const Recipe& baseline,
   collect_settings(baseline, flags, env);
   collect_settings(candidate, flags, env);
   for (const ImpliedSettingRule& rule : implied_setting_rules()) flags.emplace(rule.setting);
+  std::vector<ConfigRefusal> implied_refusals;
   auto judge_all = [&](ChangeKind kind, const std::set<std::string>& names) {
     for (const std::string& name : names) {
       const std::optional<std::string> before = checked_value(baseline, kind, name);
       const std::optional<std::string> after = checked_value(candidate, kind, name);
       if (before == after) continue;
       CheckedChange checked = judge_change(policy, make_change(kind, name, before, after));
-      checked.message += implied_text(baseline, candidate, kind, name);
+      const std::string implied = implied_text(baseline, candidate, kind, name);
+      checked.message += implied;
       if (checked.verdict == CheckVerdict::kRefused) {
-        result.refusals.push_back(
-            {name, checked.change.objective_class, checked.rule, checked.message});
+        // A rewrite is listed after the changes the recipe itself makes.
+        (implied.empty() ? result.refusals : implied_refusals)
+            .push_back({name, checked.change.objective_class, checked.rule, checked.message});
       }
       result.changes.push_back(std::move(checked));
     }
   };
   judge_all(ChangeKind::kFlag, flags);
   judge_all(ChangeKind::kEnv, env);
+  result.refusals.insert(result.refusals.end(), implied_refusals.begin(), implied_refusals.end());
 
   for (const FrozenSetting& frozen : policy.frozen) {
     const bool refused_as_change =

@@ -11,6 +11,11 @@
 // stack defect of the policy and every frozen setting that does not hold its frozen value. Run on
 // (baseline, baseline) the check therefore validates the baseline itself.
 //
+// A setting Megatron rewrites silently from another flag (gate/implied_args.h: a CUDA graph
+// implementation turns on the TE RNG tracker) is judged at the value Megatron will use, as if the
+// recipe gave it, so that a candidate the check run's printed arguments would fail is refused
+// before launch; its message names the flag that rewrites it.
+//
 // Settings are compared by their effective value, so spellings cannot hide a change: aliases are
 // canonical in a Recipe already, a --x/--no-x pair is one setting, and a flag that is not given
 // reads its catalog default (giving a flag its default value is no change).
@@ -70,9 +75,11 @@ struct ConfigRefusal {
 };
 
 struct ConfigCheckResult {
-  bool allowed = false;                 // no refusals
-  std::vector<CheckedChange> changes;   // flags first, then env vars, each sorted by name
-  std::vector<ConfigRefusal> refusals;  // in the order: changes, frozen settings, defects
+  bool allowed = false;                // no refusals
+  std::vector<CheckedChange> changes;  // flags first, then env vars, each sorted by name
+  // In the order: changes the recipe makes, settings Megatron rewrites from them, frozen
+  // settings, defects.
+  std::vector<ConfigRefusal> refusals;
 };
 
 ConfigCheckResult check_config(const Policy& policy, const Recipe& baseline,

@@ -184,8 +184,10 @@ std::vector<KnownCase> model_cases(std::string_view model) {
         {numeric,
          "precision: FP8 on the BF16 recipe",
          {{"--fp8-format", "hybrid"}, {"--fp8-recipe", "tensorwise"}}},
-        {numeric, "routing: seq_aux_loss", {{"--moe-router-load-balancing-type", "seq_aux_loss"}}},
-        {numeric, "routing: aux-loss coefficient 1e-3", {{"--moe-aux-loss-coeff", "1e-3"}}},
+        {numeric,
+         "routing: aux_loss instead of seq_aux_loss",
+         {{"--moe-router-load-balancing-type", "aux_loss"}}},
+        {numeric, "routing: aux-loss coefficient 1e-2", {{"--moe-aux-loss-coeff", "1e-2"}}},
         {defect, "ETP 8 with EP 1 (+ full recompute, no param-gather overlap)",
          plus(plus({{"--expert-tensor-parallel-size", "8"}, {"--expert-model-parallel-size", "1"}},
                    full_recompute),
@@ -213,7 +215,7 @@ std::vector<KnownCase> model_cases(std::string_view model) {
         {numeric,
          "precision: FP8 on the BF16 recipe",
          {{"--fp8-format", "hybrid"}, {"--fp8-recipe", "tensorwise"}}},
-        {numeric, "routing: aux-loss coefficient 1e-2", {{"--moe-aux-loss-coeff", "1e-2"}}},
+        {numeric, "routing: aux-loss coefficient 1e-3", {{"--moe-aux-loss-coeff", "1e-3"}}},
         {defect, "ETP 8 with EP 1 (+ full recompute)",
          plus({{"--expert-tensor-parallel-size", "8"}, {"--expert-model-parallel-size", "1"}},
               full_recompute)},
@@ -261,7 +263,9 @@ std::vector<KnownCase> model_cases(std::string_view model) {
          "step-0 numerics: TP 4 (padded vocab pinned)",
          {{"--tensor-model-parallel-size", "4"}}},
         {numeric, "--grad-reduce-in-bf16", {{"--grad-reduce-in-bf16", ""}}},
-        {numeric, "learning rate 2e-5 (frozen)", {{"--lr", "2e-5"}, {"--min-lr", "2e-5"}}},
+        {numeric,
+         "learning rate 1e-5 (frozen; the paper's long run)",
+         {{"--lr", "1e-5"}, {"--min-lr", "1e-5"}}},
         {numeric,
          "precision: FP8 on the BF16 recipe",
          {{"--fp8-format", "hybrid"}, {"--fp8-recipe", "tensorwise"}}},
@@ -370,11 +374,12 @@ SimJobRun check_run(std::uint64_t run_seed) {
 // world of that precision, outside any campaign) and its baseline run.
 class ModelBench {
  public:
-  explicit ModelBench(const EvaluationModel& model)
+  // `baseline_edits` change the public recipe before it becomes the baseline (empty: as published).
+  explicit ModelBench(const EvaluationModel& model, const std::vector<Edit>& baseline_edits = {})
       : model_(model), policy_(testing::policy_file(model.name)) {
     Result<Recipe> recipe = load_recipe_preset(model.recipe_preset);
     EXPECT_TRUE(recipe.ok()) << (recipe.ok() ? "" : recipe.error());
-    if (recipe.ok()) baseline_recipe_ = std::move(recipe).value();
+    if (recipe.ok()) baseline_recipe_ = edited(std::move(recipe).value(), baseline_edits);
     EXPECT_EQ(precision_of(baseline_recipe_), model.precision) << model.name;
     // The baseline passes its own policy: (baseline, baseline) validates it.
     const ConfigCheckResult self = check_config(policy_, baseline_recipe_, baseline_recipe_);
@@ -553,28 +558,51 @@ TEST(GateKnownAnswers, GatePassesEveryLegitimateRun) {
 }
 
 // Layer 1 cannot see a code fault. Of the faults, the loss model makes only one move the 20-step
-// loss clearly: gradient scaling halves training progress, so it shows once the baseline's
-// learning rate is large enough for 20 steps to move the loss at all (Megatron's fallback peak of
-// 1e-4 on GLM-4.5, Mixtral-8x22B and Llama-3.1-405B, which decays over the check run). At
-// MiniMax-M2's constant 1e-5 it moves the loss by less than the tolerance, as in the paper; the
-// other two faults barely move it anywhere. Those are printed, not asserted.
+// loss clearly: gradient scaling halves training progress, so it shows once the learning rate is
+// large enough for 20 steps to move the loss at all. The public recipes start training in a long
+// warmup (2000 iterations on GLM-4.5 and Llama-3.1-405B, 636 on Mixtral-8x22B) or at MiniMax-M2's
+// constant 1e-6, so over a check run the fault moves the loss less than the tolerance and the
+// gate misses it, as the paper reports of its own misses ("at the small learning rates of the
+// first training steps"). The grad norm shows it at once; layer 2 does not compare grad norms.
 constexpr double kGradScaleVisibleLearningRate = 5.0e-5;
 
-TEST(GateKnownAnswers, CodeFaultsPassLayer1AndGradScaleIsCaughtWhereTheLearningRateMovesTheLoss) {
-  int caught_where_it_matters = 0;
+TEST(GateKnownAnswers, CodeFaultsPassLayer1AndGradScaleIsMissedAtTheSmallLearningRatesOfWarmup) {
+  int grad_scale = 0;
   for (const Verdict& v : known_answers()) {
     if (v.category != Category::kCodeFault) continue;
     EXPECT_FALSE(v.layer1_refused) << label(v) << ": " << v.layer1_why;
     ASSERT_TRUE(v.check_run_completed) << label(v) << ": " << v.run_failure;
     if (v.fault != Fault::kGradientScaling) continue;
+    ++grad_scale;
     EXPECT_GT(v.first_grad_norm_ratio, 10.0) << label(v);  // the grad norm shows it at once
     if (v.baseline_peak_lr >= kGradScaleVisibleLearningRate) {
-      EXPECT_GT(v.final_loss_move, ConvergenceThresholds{}.final_loss_tolerance) << label(v);
       EXPECT_FALSE(v.layer2_passed) << label(v) << ": " << v.layer2_why;
-      ++caught_where_it_matters;
+    } else {
+      EXPECT_LT(v.final_loss_move, ConvergenceThresholds{}.final_loss_tolerance) << label(v);
+      EXPECT_TRUE(v.layer2_passed) << label(v) << ": " << v.layer2_why;
     }
   }
-  EXPECT_EQ(caught_where_it_matters, 3);
+  EXPECT_EQ(grad_scale, static_cast<int>(kModels.size()));
+}
+
+// The same fault later in training, with the warmup over (the recipe's peak learning rate from
+// the first step): wherever that peak moves the loss, layer 2 catches it.
+TEST(GateKnownAnswers, GradScaleIsCaughtOnceTheLearningRateIsAtItsPeak) {
+  const KnownCase fault = {
+      Category::kCodeFault, "grad-scale fault, past warmup", {}, Fault::kGradientScaling, false};
+  int caught = 0;
+  int large_enough = 0;
+  for (const EvaluationModel& model : kModels) {
+    ModelBench past_warmup(model, {{"--lr-warmup-iters", "0"}});
+    const Verdict v = past_warmup.judge(fault, kFirstCaseRunSeed);
+    ASSERT_TRUE(v.check_run_completed) << label(v) << ": " << v.run_failure;
+    if (v.baseline_peak_lr < kGradScaleVisibleLearningRate) continue;
+    ++large_enough;
+    EXPECT_GT(v.final_loss_move, ConvergenceThresholds{}.final_loss_tolerance) << label(v);
+    if (!v.layer2_passed) ++caught;
+  }
+  EXPECT_GE(large_enough, 2);  // GLM-4.5 at 1e-4 and Llama-3.1-405B at 3e-4
+  EXPECT_EQ(caught, large_enough);
 }
 
 // ---- The report

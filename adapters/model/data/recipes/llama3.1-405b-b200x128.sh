@@ -4,6 +4,10 @@
 # baseline (attune-paper.md §3).
 # --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
 # tensor parallelism leaves the logits and parameters identical.
+# Training settings, from Megatron-Bridge's Llama-3.1-405B pretraining recipe (067f987d):
+# recipes/common.py gives lr 3e-4 to 3e-5; h100/llama3.py 2000 warmup iterations and 1,168,251
+# training iterations; recipes/utils/optimizer_utils.py cosine decay, betas 0.9/0.95, eps 1e-8,
+# clipping at 1.0 and a constant weight decay of 0.033.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 4 \
@@ -24,4 +28,14 @@ python pretrain_gpt.py \
   --overlap-grad-reduce \
   --overlap-param-gather \
   --cross-entropy-loss-fusion \
+  --lr 3e-4 \
+  --min-lr 3e-5 \
+  --lr-warmup-iters 2000 \
+  --lr-decay-style cosine \
+  --lr-decay-iters 1168251 \
+  --weight-decay 0.033 \
+  --adam-beta1 0.9 \
+  --adam-beta2 0.95 \
+  --adam-eps 1e-8 \
+  --clip-grad 1.0 \
   --padded-vocab-size 129024

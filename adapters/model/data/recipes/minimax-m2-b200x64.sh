@@ -4,6 +4,9 @@
 # auxiliary-loss-free routing (sigmoid scores, expert bias) at a constant learning rate.
 # --padded-vocab-size pins the output layer (a multiple of 128 x 8), so that a change of
 # tensor parallelism leaves the logits and parameters identical.
+# Training settings, from slime's scripts/run-minimax-m2.sh (THUDM/slime 624b824a): Adam at a
+# constant lr of 1e-6 (the paper's long run used "1e-5, ten times the workload's"), weight decay
+# 0.1, betas 0.9/0.98.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 2 \
@@ -20,8 +23,8 @@ python pretrain_gpt.py \
   --moe-router-enable-expert-bias \
   --moe-router-bias-update-rate 1e-3 \
   --moe-router-load-balancing-type none \
-  --lr 1e-5 \
-  --min-lr 1e-5 \
+  --lr 1e-6 \
+  --min-lr 1e-6 \
   --lr-decay-style constant \
   --moe-grouped-gemm \
   --moe-permute-fusion \
@@ -32,4 +35,7 @@ python pretrain_gpt.py \
   --overlap-cpu-optimizer-d2h-h2d \
   --overlap-grad-reduce \
   --cross-entropy-loss-fusion \
+  --weight-decay 0.1 \
+  --adam-beta1 0.9 \
+  --adam-beta2 0.98 \
   --padded-vocab-size 200704

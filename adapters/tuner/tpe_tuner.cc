@@ -225,8 +225,18 @@ sim::Layout layout_at(const sim::Layout& baseline, const json& p) {
 
 }  // namespace
 
-TpeTuner::TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python)
-    : workload_(std::move(workload)), seed_(seed), python_(std::move(python)) {}
+double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline) {
+  const sim::Prediction p = sim::predict(workload, baseline);
+  if (!p.valid || p.peak_memory_gib <= 0) return 0.0;
+  return std::max(0.0, p.memory_capacity_gib / p.peak_memory_gib - 1.0);
+}
+
+TpeTuner::TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python,
+                   bool memory_prefilter)
+    : workload_(std::move(workload)),
+      seed_(seed),
+      python_(std::move(python)),
+      memory_prefilter_(memory_prefilter) {}
 
 TpeTuner::~TpeTuner() = default;
 
@@ -241,6 +251,13 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
   auto baseline_layout = sim::decode_layout(workload_, view.baseline);
   if (!baseline_layout.ok()) return stop("the baseline's layout: " + baseline_layout.error());
   const json space = search_space(workload_, baseline_layout.value());
+  const double margin = memory_prefilter_ ? memory_prefilter_margin(workload_, view.baseline) : 0;
+  // Feasible, and past the pre-filter where there is one.
+  auto admitted = [&](const Recipe& candidate) {
+    const sim::Prediction p = sim::predict(workload_, candidate);
+    if (!p.valid) return false;
+    return !memory_prefilter_ || p.peak_memory_gib * (1.0 + margin) <= p.memory_capacity_gib;
+  };
 
   // The history, in proposal order: the baseline first, then every search proposal.
   json history = json::array();
@@ -300,7 +317,7 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
     const json params = (*asked)["params"];
     double told = 0.0;  // infeasible: scored zero without a launch
     auto candidate = sim::apply_layout(view.baseline, layout_at(baseline_layout.value(), params));
-    if (candidate.ok() && sim::predict(workload_, candidate.value()).valid) {
+    if (candidate.ok() && admitted(candidate.value())) {
       const std::string hash = recipe_hash(candidate.value());
       if (!proposed.contains(hash)) {
         TunerProposal proposal;

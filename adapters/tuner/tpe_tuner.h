@@ -14,6 +14,12 @@
 // As a black-box search it proposes whole configurations: the control plane does not hold it to
 // one lever per candidate (rule 2 belongs to the diagnosis-driven tuners), but to everything
 // else (layer 1, the budget, the gate).
+//
+// "tpe-prefilter" is the same search behind the paper's analytical memory pre-filter (its
+// Appendix E): a draw whose estimated peak memory per GPU times (1 + margin) exceeds the GPU's
+// memory scores zero without a launch. The margin is the largest that still admits every
+// configuration known to fit before the search, the baseline: capacity / estimate - 1, never
+// below 0. The baseline is exempt.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +34,20 @@ namespace attune {
 inline constexpr int kTpeDrawsPerAnswerMax = 200;
 inline constexpr int kTpeStartupTrials = 8;
 
+// The pre-filter's margin for a baseline: the largest that still admits it (0 where the estimate
+// says it does not fit, or gives no figure).
+double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline);
+
 class TpeBridge;
 
 class TpeTuner final : public Tuner {
  public:
-  // `python` runs the bridge (default "/usr/bin/python3").
-  TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python = "/usr/bin/python3");
+  // `python` runs the bridge (default "/usr/bin/python3"); `memory_prefilter` makes it
+  // "tpe-prefilter".
+  TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python = "/usr/bin/python3",
+           bool memory_prefilter = false);
   ~TpeTuner() override;
-  std::string name() const override { return "tpe"; }
+  std::string name() const override { return memory_prefilter_ ? "tpe-prefilter" : "tpe"; }
   TunerAnswer next(const TunerView& view) override;
   std::optional<double> prune_below_leader_fraction() const override { return 0.90; }
   // It draws whole configurations from its frozen space, as the paper's TPE baseline does.
@@ -45,6 +57,7 @@ class TpeTuner final : public Tuner {
   sim::Workload workload_;
   std::uint64_t seed_;
   std::string python_;
+  bool memory_prefilter_ = false;
   std::unique_ptr<TpeBridge> bridge_;
 };
 

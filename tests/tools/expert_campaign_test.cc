@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -237,6 +238,109 @@ TEST_F(ExpertCampaign, GraphCandidatesThatCannotShipAreRefusedBeforeLaunch) {
   }
   EXPECT_TRUE(of_type(events, "LaunchRefused").empty());
   EXPECT_GT(launched, 8);
+}
+
+// Several workloads and reality seeds in one run: a comparison per pair, then the paper's
+// Table 3 per workload, with the seeds given and the seeds drawn at random summarised apart.
+TEST_F(ExpertCampaign, CompareSummarisesSeveralWorkloadsWithHeldOutSeedsApart) {
+  const std::string expert_file = demo_with_tuner(root_, "expert");
+  std::string text;
+  {
+    std::ifstream in(expert_file);
+    std::ostringstream read;
+    read << in.rdbuf();
+    text = read.str();
+  }
+  const std::string from = "name = \"qwen3-30b-a3b-demo\"";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "name = \"qwen3-30b-a3b-other\"");
+  const fs::path other = root_ / "other.toml";
+  std::ofstream(other) << text;
+
+  int code = -1;
+  const std::string out =
+      run_out(attune() + " compare --campaigns " + expert_file + "," + other.string() +
+                  " --arms expert,random --seeds 1 --reality-seeds 0 "
+                  "--holdout-seeds 1 --json",
+              &code);
+  ASSERT_EQ(code, 0) << out;
+  const auto json = nlohmann::json::parse(out);
+  ASSERT_EQ(json["comparisons"].size(), 4u) << out;
+  std::set<std::uint64_t> held_out_seeds;
+  for (const auto& c : json["comparisons"]) {
+    if (c["held_out"].get<bool>()) {
+      held_out_seeds.insert(c["reality_seed"].get<std::uint64_t>());
+    } else {
+      EXPECT_EQ(c["reality_seed"].get<std::uint64_t>(), 0u);
+    }
+  }
+  ASSERT_EQ(held_out_seeds.size(), 1u);  // one drawn seed, shared by both workloads
+  EXPECT_GE(*held_out_seeds.begin(), 100000u);
+
+  ASSERT_EQ(json["summary"].size(), 4u);  // two workloads, given and held out
+  for (const auto& s : json["summary"]) {
+    SCOPED_TRACE(s.dump());
+    // Each summary is the mean of its comparisons' campaigns.
+    for (const char* arm : {"expert", "random"}) {
+      double gain = 0;
+      int n = 0;
+      for (const auto& c : json["comparisons"]) {
+        if (c["workload"] != s["workload"] || c["held_out"] != s["held_out"]) continue;
+        for (const auto& g : c["arms"][arm]["campaign_gain_fractions"]) {
+          gain += g.get<double>();
+          ++n;
+        }
+      }
+      ASSERT_EQ(n, 1);
+      EXPECT_DOUBLE_EQ(s["arms"][arm]["mean_gain_fraction"].get<double>(), gain / n);
+    }
+    const double expert_hours = s["arms"]["expert"]["gpu_hours_mean"].get<double>();
+    const double random_hours = s["arms"]["random"]["gpu_hours_mean"].get<double>();
+    EXPECT_DOUBLE_EQ(s["expert_gpu_hours_over_cheaper_black_box"].get<double>(),
+                     expert_hours / random_hours);
+  }
+
+  // Bad input: one line, a non-zero exit.
+  const std::string bad =
+      run_out(attune() + " compare --campaign " + expert_file + " --reality-seeds 3,x 2>&1", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(bad.find("--reality-seeds: 'x' is not a seed"), std::string::npos) << bad;
+}
+
+// The paper's Bayesian optimization with the memory pre-filter: the same TPE search, but a draw
+// the estimate says will not fit (with the margin that still admits the baseline) scores zero
+// without a launch, so it spends far fewer launches running out of memory than plain TPE.
+TEST_F(ExpertCampaign, TheMemoryPrefilterKeepsTpeFromLaunchingWhatWillNotFit) {
+  std::map<std::string, int> oom;
+  std::map<std::string, int> search;
+  for (const std::string tuner : {"tpe", "tpe-prefilter"}) {
+    const std::string file = demo_with_tuner(root_, tuner);
+    const std::string db = (root_ / (tuner + "-db")).string();
+    int code = -1;
+    const std::string ran =
+        run_out(attune() + " campaign run " + file + " --db " + db + " --json", &code);
+    ASSERT_EQ(code, 0) << ran;
+    const std::string runs = run_out(attune() + " runs --db " + db + " --json", &code);
+    ASSERT_EQ(code, 0) << runs;
+    const nlohmann::json table = nlohmann::json::parse(runs);
+    for (const auto& run : table["runs"]) {
+      if (run["purpose"] != "search") continue;
+      ++search[tuner];
+      if (run["failure_class"] == "oom") ++oom[tuner];
+    }
+    const std::string ledger = run_out(attune() + " ledger export --db " + db, &code);
+    std::istringstream lines(ledger);
+    for (std::string line; std::getline(lines, line);) {
+      const auto e = nlohmann::json::parse(line);
+      if (e["type"] == "CampaignOpened") {
+        EXPECT_EQ(e["body"]["tuner"], tuner);
+      }
+    }
+  }
+  ASSERT_GT(search["tpe"], 8);
+  ASSERT_GT(search["tpe-prefilter"], 8);
+  EXPECT_GT(oom["tpe"], 2) << "plain TPE draws layouts that do not fit";
+  EXPECT_LT(oom["tpe-prefilter"] * 3, oom["tpe"]);
 }
 
 TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {

@@ -666,7 +666,8 @@ void add_campaign_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   run->add_option("--seed", run_options->seed, "Override the campaign file's seed");
   run->add_option("--tuner", run_options->tuner,
-                  "Override the campaign file's tuner: expert, tpe, random, llm, or external (an "
+                  "Override the campaign file's tuner: expert, tpe, tpe-prefilter, random, llm, or "
+                  "external (an "
                   "agent drives the campaign through the control socket; needs --listen)");
   run->add_option("--listen", run_options->agent.listen,
                   "unix:PATH: serve the control socket for an external tuner's agent (attune "

@@ -222,8 +222,9 @@ Status CampaignSession::build_tuner(const CampaignOpened& opened) {
     tuner_ = std::make_unique<agent::ExternalTuner>();
   } else if (opened.tuner == "random") {
     tuner_ = std::make_unique<RandomTuner>(workload_, opened.seed);
-  } else if (opened.tuner == "tpe") {
-    tuner_ = std::make_unique<TpeTuner>(workload_, opened.seed);
+  } else if (opened.tuner == "tpe" || opened.tuner == "tpe-prefilter") {
+    tuner_ = std::make_unique<TpeTuner>(workload_, opened.seed, "/usr/bin/python3",
+                                        opened.tuner == "tpe-prefilter");
   } else if (opened.tuner == "expert") {
     tuner_ = std::make_unique<ExpertTuner>(workload_, policy_, builtin_lever_catalog(), stack_);
   } else if (opened.tuner == "llm") {
@@ -236,8 +237,10 @@ Status CampaignSession::build_tuner(const CampaignOpened& opened) {
     if (!tuner.ok()) return make_error(tuner.error());
     tuner_ = std::move(tuner).value();
   } else {
-    return make_error("tuner '" + opened.tuner +
-                      "' is not available in this build; use expert, tpe, random, llm or external");
+    return make_error(
+        "tuner '" + opened.tuner +
+        "' is not available in this build; use expert, tpe, tpe-prefilter, random, llm or "
+        "external");
   }
   return Ok{};
 }

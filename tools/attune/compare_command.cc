@@ -6,10 +6,16 @@
 // twice each, in the same simulated world; a recipe's value is the mean of its repeats. Arms are
 // compared with the mean rule and exact one-sided permutation p-values, unrestricted and
 // stratified by seed.
+//
+// With several campaign files (one workload each) or several reality seeds, each pair runs as
+// above, and a summary per workload follows: every arm's mean gain, share of the oracle and
+// GPU-hours, and the expert's GPU-hours and gain against the black-box arms. Seeds the user names
+// and seeds the harness draws at random (--holdout-seeds) are summarised apart.
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -26,6 +32,7 @@
 #include "adapters/world/sim_job.h"
 #include "adapters/world/world.h"
 #include "core/campaign_file.h"
+#include "events/split.h"
 #include "gate/config_check.h"
 #include "gate/policy.h"
 #include "projections/number_format.h"
@@ -46,9 +53,12 @@ constexpr std::uint64_t kOracleProbeSeed = 0x0a7c1e;
 
 struct CompareOptions {
   std::string campaign_file;
+  std::string campaign_files;  // --campaigns: comma-separated
   std::string arms = "expert,tpe,random";
   std::uint32_t seeds = 3;
   std::optional<std::uint64_t> reality_seed;
+  std::string reality_seeds;  // comma-separated
+  std::uint32_t holdout_seeds = 0;
   std::string work_dir;
   bool json = false;
 };
@@ -169,79 +179,114 @@ double p_stratified(const std::vector<double>& a, const std::vector<double>& b) 
   return static_cast<double>(extreme) / static_cast<double>(total);
 }
 
-int run_compare(const CompareOptions& options) {
-  auto spec = parse_campaign_file(options.campaign_file);
-  if (!spec.ok()) return fail(spec.error());
+// The comma-separated items of an option, spaces around them dropped; empty items are skipped.
+std::vector<std::string> list_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::string_view field : split_fields(text, ',')) {
+    while (!field.empty() && field.front() == ' ') field.remove_prefix(1);
+    while (!field.empty() && field.back() == ' ') field.remove_suffix(1);
+    if (!field.empty()) out.emplace_back(field);
+  }
+  return out;
+}
+
+// One arm beating another under the mean rule.
+struct ArmVerdict {
+  std::string winner, loser;
+  double p_unrestricted = 1, p_stratified = 1, mean_ratio = 1;
+};
+
+// One campaign file at one reality seed: every arm's campaigns and the final stage.
+struct Comparison {
+  std::string campaign_file;
+  CampaignSpec spec;      // the reality seed it ran at
+  bool held_out = false;  // a reality seed the harness drew at random
+  std::vector<Arm> arms;
+  double baseline_value = 0;
+  double oracle_value = 0;
+  double band = 0;
+  std::vector<ArmVerdict> verdicts;
+
+  double oracle_fraction(const Arm& arm) const {
+    double sum = 0;
+    for (const auto& c : arm.campaigns) sum += oracle_value > 0 ? c.value / oracle_value : 0;
+    return arm.campaigns.empty() ? 0.0 : sum / static_cast<double>(arm.campaigns.size());
+  }
+};
+
+// What every comparison of one campaign file needs, read once.
+struct Setup {
+  std::string file;
+  CampaignSpec spec;
+  Policy policy;
+  sim::Workload workload;
+  sim::StackProfile stack;
+};
+
+Result<Setup> load_setup(const std::string& file) {
+  auto spec = parse_campaign_file(file);
+  if (!spec.ok()) return make_error(spec.error());
   std::vector<std::string> script_warnings;
   if (Status script = resolve_baseline_script(spec.value(), script_warnings); !script.ok()) {
-    return fail(script.error());
+    return make_error(script.error());
   }
   if (spec->launcher != "sim") {
-    return fail(options.campaign_file +
-                ": attune compare runs on the simulated cluster; the "
-                "file's [cluster] launcher is '" +
-                spec->launcher + "', expected \"sim\"");
+    return make_error(file +
+                      ": attune compare runs on the simulated cluster; the file's [cluster] "
+                      "launcher is '" +
+                      spec->launcher + "', expected \"sim\"");
   }
-  if (options.reality_seed) spec->reality_seed = *options.reality_seed;
-  std::vector<Arm> arms;
-  {
-    std::stringstream list(options.arms);
-    std::string name;
-    while (std::getline(list, name, ',')) {
-      if (name != "expert" && name != "tpe" && name != "random") {
-        return fail("--arms: unknown tuner '" + name + "'; expected expert, tpe or random");
-      }
-      for (const Arm& arm : arms) {
-        if (arm.name == name) return fail("--arms: '" + name + "' is listed twice");
-      }
-      arms.push_back(Arm{name, {}});
-    }
-  }
-  if (arms.empty()) return fail("--arms: no tuner named");
-  if (options.seeds == 0 || options.seeds > 10) return fail("--seeds: expected 1 to 10");
   Result<Policy> policy = spec->policy_bytes.empty()
                               ? Result<Policy>(default_policy())
                               : parse_policy(spec->policy_bytes, spec->policy_path);
-  if (!policy.ok()) return fail(policy.error());
+  if (!policy.ok()) return make_error(policy.error());
   auto precision = sim::parse_precision(spec->precision);
-  if (!precision) return fail("unknown precision '" + spec->precision + "'");
+  if (!precision) return make_error(file + ": unknown precision '" + spec->precision + "'");
   auto workload = sim::load_workload(spec->model, spec->hardware, static_cast<int>(spec->gpus),
                                      static_cast<int>(spec->seq_length),
                                      static_cast<int>(spec->global_batch), *precision);
-  if (!workload.ok()) return fail(workload.error());
+  if (!workload.ok()) return make_error(file + ": " + workload.error());
   auto stack = sim::load_stack(spec->stack);
-  if (!stack.ok()) return fail(stack.error() + " ([cluster] stack)");
+  if (!stack.ok()) return make_error(file + ": " + stack.error() + " ([cluster] stack)");
+  return Setup{file, std::move(spec).value(), std::move(policy).value(),
+               std::move(workload).value(), std::move(stack).value()};
+}
 
-  const bool own_work_dir = options.work_dir.empty();
-  const fs::path work =
-      own_work_dir ? fs::temp_directory_path() / ("attune-compare-" + std::to_string(::getpid()))
-                   : fs::path(options.work_dir);
-  std::error_code ec;
-  if (!own_work_dir && fs::exists(work, ec) && !fs::is_empty(work, ec)) {
-    return fail("--work " + work.string() + ": expected a new or empty folder");
+Result<std::vector<Arm>> parse_arms(const std::string& text) {
+  std::vector<Arm> arms;
+  for (const std::string& name : list_of(text)) {
+    if (name != "expert" && name != "tpe" && name != "tpe-prefilter" && name != "random") {
+      return make_error("--arms: unknown tuner '" + name +
+                        "'; expected expert, tpe, tpe-prefilter or random");
+    }
+    for (const Arm& arm : arms) {
+      if (arm.name == name) return make_error("--arms: '" + name + "' is listed twice");
+    }
+    arms.push_back(Arm{name, {}});
   }
-  fs::create_directories(work, ec);
-  if (ec) return fail(work.string() + ": " + ec.message());
+  if (arms.empty()) return make_error("--arms: no tuner named");
+  return arms;
+}
 
-  std::map<std::string, Recipe> recipes;  // by hash: everything the final stage measures
-  recipes[recipe_hash(spec->baseline)] = spec->baseline;
+// Runs every arm's campaigns into `work`; fills `recipes` with what each shipped.
+Status run_campaigns(const CampaignSpec& spec, std::uint32_t seeds, const fs::path& work,
+                     std::vector<Arm>& arms, std::map<std::string, Recipe>& recipes) {
   for (Arm& arm : arms) {
-    for (std::uint64_t seed = 1; seed <= options.seeds; ++seed) {
-      CampaignSpec one = spec.value();
+    for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+      CampaignSpec one = spec;
       one.tuner = arm.name;
       one.seed = seed;
       const fs::path db = work / (arm.name + "-seed" + std::to_string(seed));
       auto state = run_campaign_quietly(one, db.string());
-      if (!state.ok()) {
-        if (own_work_dir) fs::remove_all(work, ec);
-        return fail(arm.name + " seed " + std::to_string(seed) + ": " + state.error());
-      }
+      if (!state.ok())
+        return make_error(arm.name + " seed " + std::to_string(seed) + ": " + state.error());
       CampaignResult result = summarise(state.value(), seed);
       if (state->view.stop.shipped) {
         auto recipe = parse_recipe(state->view.stop.shipped->recipe, "shipped");
         if (recipe.ok()) recipes[result.shipped_hash] = recipe.value();
       }
-      std::cerr << "compare: " << arm.name << " seed " << seed << ": shipped "
+      std::cerr << "compare: " << spec.name << ", reality " << spec.reality_seed << ": " << arm.name
+                << " seed " << seed << ": shipped "
                 << (result.shipped_baseline
                         ? std::string("the baseline")
                         : format_signed_percent(state->view.stop.shipped->gain_fraction, 1))
@@ -250,73 +295,82 @@ int run_compare(const CompareOptions& options) {
       arm.campaigns.push_back(result);
     }
   }
-  if (own_work_dir) fs::remove_all(work, ec);
+  return Ok{};
+}
 
-  sim::WorldConfig config;
-  config.reality_seed = spec->reality_seed;
-  config.stack = stack.value();
-  config.baseline = spec->baseline;
-  const sim::World world(workload.value(), config);
-
-  // The oracle: the estimator's best recipes on the cluster's stack that the policy allows and
-  // that run there (one probe each: a recipe that hits a stack defect or runs out of memory in
-  // this world is passed over for the next).
+// The oracle: the estimator's best recipes on the cluster's stack that the policy allows and
+// that run in `world` (one probe each: a recipe that hits a stack defect or runs out of memory
+// there is passed over for the next). Adds them to `recipes`; returns their hashes.
+std::vector<std::string> oracle_recipes(const Setup& setup, const CampaignSpec& spec,
+                                        const sim::World& world,
+                                        std::map<std::string, Recipe>& recipes) {
   sim::SweepOptions sweep_options;
   sweep_options.top_k = kOracleCandidatesMax;
-  sweep_options.stack = stack.value();
-  sweep_options.factors = stack->factors;
+  sweep_options.stack = setup.stack;
+  sweep_options.factors = setup.stack.factors;
   sweep_options.admit = [&](const Recipe& recipe) {
-    return check_config(policy.value(), spec->baseline, recipe).allowed;
+    return check_config(setup.policy, spec.baseline, recipe).allowed;
   };
-  auto oracle = sim::sweep(workload.value(), spec->baseline, sweep_options);
-  std::vector<std::string> oracle_hashes;
-  if (oracle.ok()) {
-    for (const sim::SweepEntry& entry : oracle->best) {
-      if (measure_once(world, spec.value(), entry.recipe, kOracleProbeSeed) <= 0) continue;
-      const std::string hash = recipe_hash(entry.recipe);
-      recipes[hash] = entry.recipe;
-      oracle_hashes.push_back(hash);
-      if (oracle_hashes.size() == kOracleRecipes) break;
-    }
+  auto oracle = sim::sweep(setup.workload, spec.baseline, sweep_options);
+  std::vector<std::string> hashes;
+  if (!oracle.ok()) return hashes;
+  for (const sim::SweepEntry& entry : oracle->best) {
+    if (measure_once(world, spec, entry.recipe, kOracleProbeSeed) <= 0) continue;
+    const std::string hash = recipe_hash(entry.recipe);
+    recipes[hash] = entry.recipe;
+    hashes.push_back(hash);
+    if (hashes.size() == kOracleRecipes) break;
   }
+  return hashes;
+}
 
-  // The final stage: two repeats of each recipe, in one shuffled order, in the same world.
+// The final stage: two repeats of each recipe, in one shuffled order, in the same world; then
+// every value, gain, the band and the verdicts.
+void final_stage(const Setup& setup, const std::map<std::string, Recipe>& measured,
+                 Comparison& out) {
+  const CampaignSpec& spec = out.spec;
+  sim::WorldConfig config;
+  config.reality_seed = spec.reality_seed;
+  config.stack = setup.stack;
+  config.baseline = spec.baseline;
+  const sim::World world(setup.workload, config);
+  std::map<std::string, Recipe> recipes = measured;
+  const std::vector<std::string> oracle_hashes = oracle_recipes(setup, spec, world, recipes);
+
   std::vector<std::string> order;
   for (const auto& [hash, recipe] : recipes) {
     for (int i = 0; i < kRepeats; ++i) order.push_back(hash);
   }
-  std::mt19937_64 shuffle(0x5eedc0deULL ^ spec->reality_seed);
+  std::mt19937_64 shuffle(0x5eedc0deULL ^ spec.reality_seed);
   std::shuffle(order.begin(), order.end(), shuffle);
   std::map<std::string, std::vector<double>> repeats;
   for (std::size_t i = 0; i < order.size(); ++i) {
-    repeats[order[i]].push_back(
-        measure_once(world, spec.value(), recipes.at(order[i]), 0xf17a1000ULL + i));
+    repeats[order[i]].push_back(measure_once(world, spec, recipes.at(order[i]), 0xf17a1000ULL + i));
   }
   auto value_of = [&](const std::string& hash) {
     const std::vector<double>& v = repeats[hash];
     return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
   };
-  const double baseline_value = value_of(recipe_hash(spec->baseline));
-  double oracle_value = baseline_value;
-  for (const std::string& hash : oracle_hashes)
-    oracle_value = std::max(oracle_value, value_of(hash));
+  out.baseline_value = value_of(recipe_hash(spec.baseline));
+  out.oracle_value = out.baseline_value;
+  for (const std::string& hash : oracle_hashes) {
+    out.oracle_value = std::max(out.oracle_value, value_of(hash));
+  }
   double band_sum = 0;
   int band_count = 0;
-  for (Arm& arm : arms) {
+  for (Arm& arm : out.arms) {
     for (CampaignResult& c : arm.campaigns) {
-      c.value = value_of(c.shipped_hash.empty() ? recipe_hash(spec->baseline) : c.shipped_hash);
-      c.gain = baseline_value > 0 ? c.value / baseline_value - 1 : 0;
+      c.value = value_of(c.shipped_hash.empty() ? recipe_hash(spec.baseline) : c.shipped_hash);
+      c.gain = out.baseline_value > 0 ? c.value / out.baseline_value - 1 : 0;
       band_sum += c.band_fraction;
       ++band_count;
     }
   }
-  const double band = band_count ? band_sum / band_count : spec->band_floor_fraction;
+  out.band = band_count ? band_sum / band_count : spec.band_floor_fraction;
+}
 
-  struct Verdict {
-    std::string a, b, verdict;
-    double p_unrestricted = 1, p_stratified = 1, mean_ratio = 1;
-  };
-  std::vector<Verdict> verdicts;
+std::vector<ArmVerdict> verdicts_of(const std::vector<Arm>& arms, double band) {
+  std::vector<ArmVerdict> verdicts;
   for (std::size_t i = 0; i < arms.size(); ++i) {
     for (std::size_t j = 0; j < arms.size(); ++j) {
       if (i == j) continue;
@@ -327,62 +381,85 @@ int run_compare(const CompareOptions& options) {
       const double ma = arms[i].mean(&CampaignResult::value);
       const double mb = arms[j].mean(&CampaignResult::value);
       if (!(mb > 0 && ma > mb * (1 + band))) continue;
-      Verdict v{arms[i].name,         arms[j].name,       "beats",
-                p_unrestricted(a, b), p_stratified(a, b), ma / mb};
-      verdicts.push_back(v);
+      verdicts.push_back(
+          {arms[i].name, arms[j].name, p_unrestricted(a, b), p_stratified(a, b), ma / mb});
     }
   }
+  return verdicts;
+}
 
-  if (options.json) {
-    nlohmann::json out;
-    out["campaign_file"] = options.campaign_file;
-    out["reality_seed"] = spec->reality_seed;
-    out["seeds"] = options.seeds;
-    out["band_fraction"] = band;
-    out["baseline_tokens_per_s_per_gpu"] = baseline_value;
-    out["oracle_tokens_per_s_per_gpu"] = oracle_value;
-    for (const Arm& arm : arms) {
-      nlohmann::json a;
-      std::vector<double> gains;
-      double oracle_fraction = 0;
-      double launches = 0;
-      double failed = 0;
-      for (const auto& c : arm.campaigns) {
-        gains.push_back(c.gain);
-        oracle_fraction += oracle_value > 0 ? c.value / oracle_value : 0;
-        launches += c.launches;
-        failed += c.failed;
-      }
-      a["mean_gain_fraction"] = arm.mean(&CampaignResult::gain);
-      a["campaign_gain_fractions"] = gains;
-      a["gpu_hours_mean"] = arm.mean(&CampaignResult::gpu_hours);
-      a["launches_mean"] = arm.mean(&CampaignResult::launches);
-      a["failed_launch_share"] = launches > 0 ? failed / launches : 0.0;
-      a["failed_gpu_hours_mean"] = arm.mean(&CampaignResult::failed_gpu_hours);
-      a["wall_clock_hours_mean"] = arm.mean(&CampaignResult::wall_clock_h);
-      a["oracle_fraction_mean"] =
-          arm.campaigns.empty() ? 0.0 : oracle_fraction / arm.campaigns.size();
-      out["arms"][arm.name] = a;
-    }
-    out["verdicts"] = nlohmann::json::array();
-    for (const Verdict& v : verdicts) {
-      out["verdicts"].push_back({{"winner", v.a},
-                                 {"loser", v.b},
-                                 {"mean_ratio", v.mean_ratio},
-                                 {"p_unrestricted", v.p_unrestricted},
-                                 {"p_stratified", v.p_stratified}});
-    }
-    write_json_output(std::move(out));
-    return kExitOk;
+// One campaign file at one reality seed, its ledgers in `work` (left for the caller to remove).
+Result<Comparison> compare_at(const Setup& setup, std::uint64_t reality_seed, bool held_out,
+                              const CompareOptions& options, const std::vector<Arm>& arms,
+                              const fs::path& work) {
+  Comparison out;
+  out.campaign_file = setup.file;
+  out.spec = setup.spec;
+  out.spec.reality_seed = reality_seed;
+  out.held_out = held_out;
+  out.arms = arms;
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  if (ec) return make_error(work.string() + ": " + ec.message());
+  std::map<std::string, Recipe> recipes;  // by hash: everything the final stage measures
+  recipes[recipe_hash(out.spec.baseline)] = out.spec.baseline;
+  if (Status ran = run_campaigns(out.spec, options.seeds, work, out.arms, recipes); !ran.ok()) {
+    return make_error(ran.error());
   }
+  final_stage(setup, recipes, out);
+  out.verdicts = verdicts_of(out.arms, out.band);
+  return out;
+}
 
-  std::cout << spec->name << ": " << spec->model << " on " << spec->gpus << " x " << spec->hardware
-            << ", reality seed " << spec->reality_seed << ", " << options.seeds
-            << " campaigns per arm\n";
-  std::cout << "final stage: baseline " << format_fixed(baseline_value, 1)
-            << " tokens/s/GPU, oracle " << format_fixed(oracle_value, 1) << " ("
-            << format_signed_percent(oracle_value / baseline_value - 1, 1) << "), band "
-            << format_percent(band, 2) << "\n\n";
+nlohmann::json comparison_json(const Comparison& c, std::uint32_t seeds) {
+  nlohmann::json out;
+  out["campaign_file"] = c.campaign_file;
+  out["workload"] = c.spec.name;
+  out["reality_seed"] = c.spec.reality_seed;
+  out["held_out"] = c.held_out;
+  out["seeds"] = seeds;
+  out["band_fraction"] = c.band;
+  out["baseline_tokens_per_s_per_gpu"] = c.baseline_value;
+  out["oracle_tokens_per_s_per_gpu"] = c.oracle_value;
+  for (const Arm& arm : c.arms) {
+    nlohmann::json a;
+    std::vector<double> gains;
+    double launches = 0;
+    double failed = 0;
+    for (const auto& r : arm.campaigns) {
+      gains.push_back(r.gain);
+      launches += r.launches;
+      failed += r.failed;
+    }
+    a["mean_gain_fraction"] = arm.mean(&CampaignResult::gain);
+    a["campaign_gain_fractions"] = gains;
+    a["gpu_hours_mean"] = arm.mean(&CampaignResult::gpu_hours);
+    a["launches_mean"] = arm.mean(&CampaignResult::launches);
+    a["failed_launch_share"] = launches > 0 ? failed / launches : 0.0;
+    a["failed_gpu_hours_mean"] = arm.mean(&CampaignResult::failed_gpu_hours);
+    a["wall_clock_hours_mean"] = arm.mean(&CampaignResult::wall_clock_h);
+    a["oracle_fraction_mean"] = c.oracle_fraction(arm);
+    out["arms"][arm.name] = a;
+  }
+  out["verdicts"] = nlohmann::json::array();
+  for (const ArmVerdict& v : c.verdicts) {
+    out["verdicts"].push_back({{"winner", v.winner},
+                               {"loser", v.loser},
+                               {"mean_ratio", v.mean_ratio},
+                               {"p_unrestricted", v.p_unrestricted},
+                               {"p_stratified", v.p_stratified}});
+  }
+  return out;
+}
+
+void print_comparison(const Comparison& c, std::uint32_t seeds) {
+  std::cout << c.spec.name << ": " << c.spec.model << " on " << c.spec.gpus << " x "
+            << c.spec.hardware << ", reality seed " << c.spec.reality_seed
+            << (c.held_out ? " (held out)" : "") << ", " << seeds << " campaigns per arm\n";
+  std::cout << "final stage: baseline " << format_fixed(c.baseline_value, 1)
+            << " tokens/s/GPU, oracle " << format_fixed(c.oracle_value, 1) << " ("
+            << format_signed_percent(c.oracle_value / c.baseline_value - 1, 1) << "), band "
+            << format_percent(c.band, 2) << "\n\n";
   TextTable table({{"arm"},
                    {"mean gain", Align::kRight},
                    {"campaigns"},
@@ -391,34 +468,289 @@ int run_compare(const CompareOptions& options) {
                    {"failed (GPU-h)", Align::kRight},
                    {"wall-clock", Align::kRight},
                    {"of oracle", Align::kRight}});
-  for (const Arm& arm : arms) {
+  for (const Arm& arm : c.arms) {
     std::string each;
     double launches = 0;
     double failed = 0;
-    double oracle_fraction = 0;
-    for (const auto& c : arm.campaigns) {
-      each += (each.empty() ? "" : ", ") + format_signed_percent(c.gain, 1);
-      launches += c.launches;
-      failed += c.failed;
-      oracle_fraction += oracle_value > 0 ? c.value / oracle_value : 0;
+    for (const auto& r : arm.campaigns) {
+      each += (each.empty() ? "" : ", ") + format_signed_percent(r.gain, 1);
+      launches += r.launches;
+      failed += r.failed;
     }
-    table.add_row(
-        {arm.name, format_signed_percent(arm.mean(&CampaignResult::gain), 1), each,
-         format_fixed(arm.mean(&CampaignResult::gpu_hours), 1),
-         format_fixed(arm.mean(&CampaignResult::launches), 1),
-         format_percent(launches > 0 ? failed / launches : 0.0, 0) + " (" +
-             format_fixed(arm.mean(&CampaignResult::failed_gpu_hours), 1) + ")",
-         format_fixed(arm.mean(&CampaignResult::wall_clock_h), 1) + " h",
-         format_percent(oracle_fraction / std::max<std::size_t>(1, arm.campaigns.size()), 0)});
+    table.add_row({arm.name, format_signed_percent(arm.mean(&CampaignResult::gain), 1), each,
+                   format_fixed(arm.mean(&CampaignResult::gpu_hours), 1),
+                   format_fixed(arm.mean(&CampaignResult::launches), 1),
+                   format_percent(launches > 0 ? failed / launches : 0.0, 0) + " (" +
+                       format_fixed(arm.mean(&CampaignResult::failed_gpu_hours), 1) + ")",
+                   format_fixed(arm.mean(&CampaignResult::wall_clock_h), 1) + " h",
+                   format_percent(c.oracle_fraction(arm), 0)});
   }
   std::cout << table.render() << "\n";
-  if (verdicts.empty()) std::cout << "no arm beats another by more than the band\n";
-  for (const Verdict& v : verdicts) {
-    std::cout << v.a << " beats " << v.b << " (mean " << format_signed_percent(v.mean_ratio - 1, 1)
+  if (c.verdicts.empty()) std::cout << "no arm beats another by more than the band\n";
+  for (const ArmVerdict& v : c.verdicts) {
+    std::cout << v.winner << " beats " << v.loser << " (mean "
+              << format_signed_percent(v.mean_ratio - 1, 1)
               << "; permutation p = " << format_fixed(v.p_unrestricted, 3) << ", stratified "
               << format_fixed(v.p_stratified, 3) << ")\n";
   }
+}
+
+// ---- Several workloads and reality seeds: the paper's Table 3, the given seeds and the held-out
+// seeds reported apart.
+
+// One arm over the comparisons of one workload and one kind of seed.
+struct ArmSummary {
+  std::string arm;
+  double gain = 0;             // mean over every campaign
+  double oracle_fraction = 0;  // mean over every campaign
+  double gpu_hours = 0;        // mean per campaign
+  int campaigns = 0;
+};
+
+struct WorkloadSummary {
+  std::string workload;
+  bool held_out = false;
+  std::vector<std::uint64_t> reality_seeds;
+  std::vector<ArmSummary> arms;
+  // The expert against the black-box arms (where both ran): its GPU-hours over the cheaper
+  // black-box arm's, and its gain over the best black-box arm's.
+  std::optional<double> expert_gpu_hours_ratio;
+  std::optional<double> expert_gain_over_best_black_box;
+};
+
+WorkloadSummary summarise_group(const std::vector<const Comparison*>& group) {
+  WorkloadSummary s;
+  s.workload = group.front()->spec.name;
+  s.held_out = group.front()->held_out;
+  for (const Comparison* c : group) {
+    s.reality_seeds.push_back(c->spec.reality_seed);
+    for (const Arm& arm : c->arms) {
+      auto it = std::find_if(s.arms.begin(), s.arms.end(),
+                             [&](const ArmSummary& a) { return a.arm == arm.name; });
+      if (it == s.arms.end()) it = s.arms.insert(s.arms.end(), ArmSummary{arm.name});
+      for (const CampaignResult& r : arm.campaigns) {
+        it->gain += r.gain;
+        it->oracle_fraction += c->oracle_value > 0 ? r.value / c->oracle_value : 0;
+        it->gpu_hours += r.gpu_hours;
+        ++it->campaigns;
+      }
+    }
+  }
+  const ArmSummary* expert = nullptr;
+  std::optional<double> cheapest, best_gain;
+  for (ArmSummary& a : s.arms) {
+    const double n = std::max(1, a.campaigns);
+    a.gain /= n;
+    a.oracle_fraction /= n;
+    a.gpu_hours /= n;
+    if (a.arm == "expert") {
+      expert = &a;
+      continue;
+    }
+    cheapest = cheapest ? std::min(*cheapest, a.gpu_hours) : a.gpu_hours;
+    best_gain = best_gain ? std::max(*best_gain, a.gain) : a.gain;
+  }
+  if (expert != nullptr && cheapest && *cheapest > 0) {
+    s.expert_gpu_hours_ratio = expert->gpu_hours / *cheapest;
+  }
+  if (expert != nullptr && best_gain && *best_gain > 0) {
+    s.expert_gain_over_best_black_box = expert->gain / *best_gain;
+  }
+  return s;
+}
+
+std::vector<WorkloadSummary> summarise_all(const std::vector<Comparison>& comparisons) {
+  std::vector<WorkloadSummary> out;
+  std::vector<std::pair<std::string, bool>> keys;
+  for (const Comparison& c : comparisons) {
+    const std::pair<std::string, bool> key{c.campaign_file, c.held_out};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  for (const auto& key : keys) {
+    std::vector<const Comparison*> group;
+    for (const Comparison& c : comparisons) {
+      if (c.campaign_file == key.first && c.held_out == key.second) group.push_back(&c);
+    }
+    out.push_back(summarise_group(group));
+  }
+  return out;
+}
+
+std::string seeds_text(const std::vector<std::uint64_t>& seeds) {
+  std::string out;
+  for (const std::uint64_t seed : seeds) out += (out.empty() ? "" : ",") + std::to_string(seed);
+  return out;
+}
+
+void print_summaries(const std::vector<WorkloadSummary>& summaries) {
+  std::cout << "\nSummary (the paper's Table 3): mean over every campaign of each workload\n";
+  TextTable table({{"workload"},
+                   {"seeds"},
+                   {"arm"},
+                   {"mean gain", Align::kRight},
+                   {"of oracle", Align::kRight},
+                   {"GPU-hours", Align::kRight}});
+  for (const WorkloadSummary& s : summaries) {
+    for (const ArmSummary& a : s.arms) {
+      table.add_row({s.workload,
+                     (s.held_out ? "held out " : "given ") + seeds_text(s.reality_seeds), a.arm,
+                     format_signed_percent(a.gain, 1), format_percent(a.oracle_fraction, 0),
+                     format_fixed(a.gpu_hours, 1)});
+    }
+  }
+  std::cout << table.render();
+  for (const WorkloadSummary& s : summaries) {
+    if (!s.expert_gpu_hours_ratio && !s.expert_gain_over_best_black_box) continue;
+    std::cout << s.workload << (s.held_out ? " (held out)" : " (given)") << ": expert GPU-hours "
+              << (s.expert_gpu_hours_ratio ? format_fixed(*s.expert_gpu_hours_ratio, 2) + "x"
+                                           : std::string("-"))
+              << " the cheaper black-box arm's; gain "
+              << (s.expert_gain_over_best_black_box
+                      ? format_fixed(*s.expert_gain_over_best_black_box, 2) + "x"
+                      : std::string("- (no black-box arm gained)"))
+              << " the best black-box arm's\n";
+  }
+}
+
+nlohmann::json summaries_json(const std::vector<WorkloadSummary>& summaries) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const WorkloadSummary& s : summaries) {
+    nlohmann::json w;
+    w["workload"] = s.workload;
+    w["held_out"] = s.held_out;
+    w["reality_seeds"] = s.reality_seeds;
+    for (const ArmSummary& a : s.arms) {
+      w["arms"][a.arm] = {{"mean_gain_fraction", a.gain},
+                          {"oracle_fraction_mean", a.oracle_fraction},
+                          {"gpu_hours_mean", a.gpu_hours},
+                          {"campaigns", a.campaigns}};
+    }
+    w["expert_gpu_hours_over_cheaper_black_box"] =
+        s.expert_gpu_hours_ratio ? nlohmann::json(*s.expert_gpu_hours_ratio) : nlohmann::json();
+    w["expert_gain_over_best_black_box"] = s.expert_gain_over_best_black_box
+                                               ? nlohmann::json(*s.expert_gain_over_best_black_box)
+                                               : nlohmann::json();
+    out.push_back(w);
+  }
+  return out;
+}
+
+// The reality seeds to run, each marked held out or not. Held-out seeds are drawn here, at the
+// edge, from the operating system's entropy, and printed so that a run can be repeated with
+// --reality-seeds.
+Result<std::vector<std::pair<std::uint64_t, bool>>> reality_seeds_of(
+    const CompareOptions& options) {
+  std::vector<std::pair<std::uint64_t, bool>> out;
+  if (options.reality_seed && !options.reality_seeds.empty()) {
+    return make_error("--reality-seed and --reality-seeds: give one of them");
+  }
+  if (options.reality_seed) out.emplace_back(*options.reality_seed, false);
+  for (const std::string& field : list_of(options.reality_seeds)) {
+    std::uint64_t seed = 0;
+    const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), seed);
+    if (error != std::errc() || end != field.data() + field.size()) {
+      return make_error("--reality-seeds: '" + field + "' is not a seed (expected an integer)");
+    }
+    out.emplace_back(seed, false);
+  }
+  if (options.holdout_seeds > 10) return make_error("--holdout-seeds: expected 0 to 10");
+  std::random_device entropy;
+  const std::size_t given = out.size();
+  while (out.size() < given + options.holdout_seeds) {
+    const std::uint64_t seed = 100000 + (static_cast<std::uint64_t>(entropy()) % 900000);
+    const bool seen =
+        std::any_of(out.begin(), out.end(), [&](const auto& entry) { return entry.first == seed; });
+    if (!seen) out.emplace_back(seed, true);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> campaign_files_of(const CompareOptions& options) {
+  std::vector<std::string> files = list_of(options.campaign_files);
+  if (!options.campaign_file.empty()) files.insert(files.begin(), options.campaign_file);
+  if (files.empty()) return make_error("compare: name a campaign file (--campaign or --campaigns)");
+  return files;
+}
+
+int report_comparisons(const std::vector<Comparison>& comparisons, const CompareOptions& options) {
+  if (comparisons.size() == 1) {
+    if (options.json) {
+      write_json_output(comparison_json(comparisons.front(), options.seeds));
+    } else {
+      print_comparison(comparisons.front(), options.seeds);
+    }
+    return kExitOk;
+  }
+  const std::vector<WorkloadSummary> summaries = summarise_all(comparisons);
+  if (options.json) {
+    nlohmann::json out;
+    out["comparisons"] = nlohmann::json::array();
+    for (const Comparison& c : comparisons) {
+      out["comparisons"].push_back(comparison_json(c, options.seeds));
+    }
+    out["summary"] = summaries_json(summaries);
+    write_json_output(std::move(out));
+    return kExitOk;
+  }
+  for (std::size_t i = 0; i < comparisons.size(); ++i) {
+    if (i > 0) std::cout << "\n";
+    print_comparison(comparisons[i], options.seeds);
+  }
+  print_summaries(summaries);
   return kExitOk;
+}
+
+int run_compare(const CompareOptions& options) {
+  auto files = campaign_files_of(options);
+  if (!files.ok()) return fail(files.error());
+  auto arms = parse_arms(options.arms);
+  if (!arms.ok()) return fail(arms.error());
+  if (options.seeds == 0 || options.seeds > 10) return fail("--seeds: expected 1 to 10");
+  auto seeds = reality_seeds_of(options);
+  if (!seeds.ok()) return fail(seeds.error());
+  std::vector<Setup> setups;
+  for (const std::string& file : files.value()) {
+    auto setup = load_setup(file);
+    if (!setup.ok()) return fail(setup.error());
+    setups.push_back(std::move(setup).value());
+  }
+  if (seeds->empty()) {
+    for (const Setup& setup : setups) {
+      if (setup.spec.reality_seed != setups.front().spec.reality_seed) {
+        return fail(
+            "compare: the campaign files name different reality seeds; give "
+            "--reality-seeds");
+      }
+    }
+    seeds->emplace_back(setups.front().spec.reality_seed, false);
+  }
+  for (const auto& [seed, held_out] : seeds.value()) {
+    if (held_out) std::cerr << "compare: held-out reality seed " << seed << " (drawn)\n";
+  }
+
+  const bool own_work_dir = options.work_dir.empty();
+  const fs::path work =
+      own_work_dir ? fs::temp_directory_path() / ("attune-compare-" + std::to_string(::getpid()))
+                   : fs::path(options.work_dir);
+  std::error_code ec;
+  if (!own_work_dir && fs::exists(work, ec) && !fs::is_empty(work, ec)) {
+    return fail("--work " + work.string() + ": expected a new or empty folder");
+  }
+  std::vector<Comparison> comparisons;
+  for (std::size_t i = 0; i < setups.size(); ++i) {
+    for (const auto& [seed, held_out] : seeds.value()) {
+      const fs::path dir = work / (std::to_string(i + 1) + "-" + setups[i].spec.name + "-reality" +
+                                   std::to_string(seed));
+      auto compared = compare_at(setups[i], seed, held_out, options, arms.value(), dir);
+      if (!compared.ok()) {
+        if (own_work_dir) fs::remove_all(work, ec);
+        return fail(compared.error());
+      }
+      comparisons.push_back(std::move(compared).value());
+    }
+  }
+  if (own_work_dir) fs::remove_all(work, ec);
+  return report_comparisons(comparisons, options);
 }
 
 }  // namespace
@@ -431,14 +763,25 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       "same campaign file; then re-measure the baseline, every shipped recipe and the oracle's "
       "best recipes twice each in one shuffled order, and compare the arms with the mean rule "
       "and exact permutation p-values");
-  compare->add_option("--campaign", options->campaign_file, "Campaign file (launcher = \"sim\")")
-      ->required();
-  compare->add_option("--arms", options->arms, "Tuners, comma-separated: expert, tpe, random")
+  compare->add_option("--campaign", options->campaign_file, "Campaign file (launcher = \"sim\")");
+  compare->add_option("--campaigns", options->campaign_files,
+                      "Several campaign files, comma-separated (one workload each); with more "
+                      "than one comparison the output ends with the paper's Table 3");
+  compare
+      ->add_option("--arms", options->arms,
+                   "Tuners, comma-separated: expert, tpe, tpe-prefilter, random")
       ->capture_default_str();
   compare->add_option("--seeds", options->seeds, "Campaigns per arm (seeds 1..N), 1 to 10")
       ->capture_default_str();
   compare->add_option("--reality-seed", options->reality_seed,
                       "The simulated world (default: the campaign file's)");
+  compare->add_option("--reality-seeds", options->reality_seeds,
+                      "Several simulated worlds, comma-separated; each campaign file runs in each");
+  compare
+      ->add_option("--holdout-seeds", options->holdout_seeds,
+                   "Also draw N reality seeds at random (0 to 10), reported apart as held out "
+                   "(printed, so that a run can be repeated with --reality-seeds)")
+      ->capture_default_str();
   compare->add_option("--work", options->work_dir,
                       "Keep the campaigns' ledgers in this new folder (default: a temporary "
                       "folder, removed at the end)");

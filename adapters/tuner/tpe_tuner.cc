@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -225,10 +226,19 @@ sim::Layout layout_at(const sim::Layout& baseline, const json& p) {
 
 }  // namespace
 
-double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline) {
+double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline,
+                               const ControlState& state) {
   const sim::Prediction p = sim::predict(workload, baseline);
   if (!p.valid || p.peak_memory_gib <= 0) return 0.0;
-  return std::max(0.0, p.memory_capacity_gib / p.peak_memory_gib - 1.0);
+  double margin = 0.0;
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kCalibration || !run.measured) continue;
+    const std::vector<double>& peaks = run.measured->peak_memory_gib_by_stage;
+    if (peaks.empty()) continue;
+    const double observed = *std::max_element(peaks.begin(), peaks.end());
+    margin = std::max(margin, observed / p.peak_memory_gib - 1.0);
+  }
+  return margin;
 }
 
 TpeTuner::TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python,
@@ -251,7 +261,8 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
   auto baseline_layout = sim::decode_layout(workload_, view.baseline);
   if (!baseline_layout.ok()) return stop("the baseline's layout: " + baseline_layout.error());
   const json space = search_space(workload_, baseline_layout.value());
-  const double margin = memory_prefilter_ ? memory_prefilter_margin(workload_, view.baseline) : 0;
+  const double margin =
+      memory_prefilter_ ? memory_prefilter_margin(workload_, view.baseline, state) : 0;
   // Feasible, and past the pre-filter where there is one.
   auto admitted = [&](const Recipe& candidate) {
     const sim::Prediction p = sim::predict(workload_, candidate);

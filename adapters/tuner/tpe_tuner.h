@@ -17,9 +17,10 @@
 //
 // "tpe-prefilter" is the same search behind the paper's analytical memory pre-filter (its
 // Appendix E): a draw whose estimated peak memory per GPU times (1 + margin) exceeds the GPU's
-// memory scores zero without a launch. The margin is the largest that still admits every
-// configuration known to fit before the search, the baseline: capacity / estimate - 1, never
-// below 0. The baseline is exempt.
+// memory scores zero without a launch. The paper takes the margin from the model's bring-up
+// launches; here they are the baseline's calibration runs, and the margin is how far their
+// measured peak memory exceeds the estimate for the baseline (0 where it does not, or before any
+// was measured). The baseline is exempt.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +35,10 @@ namespace attune {
 inline constexpr int kTpeDrawsPerAnswerMax = 200;
 inline constexpr int kTpeStartupTrials = 8;
 
-// The pre-filter's margin for a baseline: the largest that still admits it (0 where the estimate
-// says it does not fit, or gives no figure).
-double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline);
+// The pre-filter's margin: the largest ratio of a calibration run's measured peak memory (its
+// fullest stage) to the estimate for the baseline, less 1; never below 0.
+double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline,
+                               const ControlState& state);
 
 class TpeBridge;
 

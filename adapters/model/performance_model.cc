@@ -340,28 +340,27 @@ LayerParts layer_parts(const Context& c) {
   lin.tp = tp_block_comm_s(c);
   lin.host_ops = 10 + (m.add_bias_linear ? 2 : 0) + (l.tp > 1 ? 2 : 0) + (c.fp8 ? 3 : 0);
 
-  // Core attention: causal, or a sliding window on some layers.
+  // Core attention: causal, or a sliding window on some layers. The two kinds of layer run at
+  // their own efficiency (a 128-token window keeps the kernel far from its peak), averaged over
+  // the layers by time, not by key length.
   const double s = c.w.seq_length;
-  double context = s / 2;
-  double key_tokens = s / l.cp;
-  if (m.sliding_window_tokens > 0 && m.sliding_window_tokens < s) {
-    const double w = m.sliding_window_tokens;
-    const double windowed = m.window_attn_skip_freq > 0 ? 1.0 - 1.0 / m.window_attn_skip_freq : 1.0;
-    context = windowed * (w - w * (w - 1) / (2 * s)) + (1 - windowed) * s / 2;
-    key_tokens = windowed * w + (1 - windowed) * key_tokens;
-  }
-  const double core_flops = 2 * T * context * heads * (qk_dim + v_dim);
   const double peak = hw.bf16_dense_tflops * 1e12;
   const double head_dim = std::max(qk_dim, v_dim);
-  parts.attn_core.attention =
-      core_flops /
-      (peak * attention_efficiency(hw, key_tokens, head_dim, hw.attention_forward_efficiency)) *
-      c.f.attention;
+  auto core_s = [&](double context, double key_tokens, double efficiency) {
+    const double flops = 2 * T * context * heads * (qk_dim + v_dim);
+    return flops / (peak * attention_efficiency(hw, key_tokens, head_dim, efficiency));
+  };
+  auto both_kinds_s = [&](double efficiency) {
+    const double full = core_s(s / 2, s / l.cp, efficiency);
+    if (m.sliding_window_tokens <= 0 || m.sliding_window_tokens >= s) return full;
+    const double w = m.sliding_window_tokens;
+    const double windowed = m.window_attn_skip_freq > 0 ? 1.0 - 1.0 / m.window_attn_skip_freq : 1.0;
+    return windowed * core_s(w - w * (w - 1) / (2 * s), w, efficiency) + (1 - windowed) * full;
+  };
+  parts.attn_core.attention = both_kinds_s(hw.attention_forward_efficiency) * c.f.attention;
   parts.attn_core.host_ops = 4;
   parts.attn_core_backward.attention =
-      2 * core_flops /
-      (peak * attention_efficiency(hw, key_tokens, head_dim, hw.attention_backward_efficiency)) *
-      c.f.attention;
+      2 * both_kinds_s(hw.attention_backward_efficiency) * c.f.attention;
   if (l.cp > 1) {
     const double kv_bytes =
         T * (m.attention == AttentionKind::kMultiLatent ? heads * (qk_dim + v_dim) : 2 * kv_width) *

@@ -177,6 +177,32 @@ TEST(SimPerformance, PhysicsMovesTheRightWay) {
   EXPECT_LT(recomputed.peak_memory_gib, in_node.peak_memory_gib);
 }
 
+// A sliding window keeps its layers' attention kernel far from its peak (a 128-token key range),
+// so each kind of layer is timed at its own efficiency: the attention time of GPT-OSS (a window
+// on every other layer) is the mean of the all-window and all-full models' times, not the time at
+// the mean key length.
+TEST(SimPerformance, SlidingWindowLayersRunAtTheirOwnEfficiency) {
+  const char* flags =
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 1 "
+      "--moe-token-dispatcher-type alltoall --moe-grouped-gemm --use-distributed-optimizer";
+  Workload mixed = workload("gpt-oss-120b", "b200", 64, 4096, 1280);
+  ASSERT_EQ(mixed.model.window_attn_skip_freq, 2);
+  ASSERT_EQ(mixed.model.sliding_window_tokens, 128);
+  Workload full = mixed;
+  full.model.sliding_window_tokens = 0;
+  Workload windowed = mixed;
+  windowed.model.window_attn_skip_freq = 0;  // a window on every layer
+  const double t_mixed = run(mixed, flags).breakdown.attention_s;
+  const double t_full = run(full, flags).breakdown.attention_s;
+  const double t_windowed = run(windowed, flags).breakdown.attention_s;
+  ASSERT_GT(t_windowed, 0);
+  EXPECT_LT(t_windowed, t_full);
+  EXPECT_NEAR(t_mixed, 0.5 * (t_full + t_windowed), 1e-9 * t_full);
+  // Per token of context, a window runs at a quarter of the full layers' efficiency or less.
+  const double context_ratio = (128 - 128.0 * 127 / (2 * 4096)) / (4096 / 2.0);
+  EXPECT_GT(t_windowed / t_full, 3 * context_ratio);
+}
+
 // Overlapped communication is not free: its kernels hold SMs, so the compute it overlaps runs
 // slower for as long as it runs, and a slower transfer costs more even when it is hidden.
 TEST(SimPerformance, OverlappedCommunicationSlowsTheComputeItOverlaps) {

@@ -19,7 +19,9 @@ namespace attune {
 namespace {
 
 constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any observation
-constexpr double kOomPlanDiscount = 0.8;   // a layout that needs a rule-5 retry: two launches
+// The rule that launches a layout at its parent's full recomputation to relax it next.
+constexpr std::string_view kRelaxPlan = "rule 5 in reverse";
+constexpr double kOomPlanDiscount = 0.8;  // a layout that needs a rule-5 retry: two launches
 constexpr double kOffDiagnosisConfidence = 0.6;
 constexpr double kUnclearBottleneckRatio = 0.8;  // second cost within this of the first
 constexpr int kLayoutCandidatesMax = 60;
@@ -34,6 +36,7 @@ struct Candidate {
   double expected_gain = 0;       // over the parent, by the estimator
   double score = 0;               // expected gain x confidence
   bool needs_retry = false;       // rule 5: expected to run out of memory, then retried
+  double planned_gain = 0;        // over the parent after the planned next step (rule 5 reversed)
   std::string rule;               // which rule put it forward
   std::set<std::string> degrees;  // parallel degrees it changes: TP PP EP CP DP
 };
@@ -286,8 +289,26 @@ std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::Layout& 
     full.recompute = sim::RecomputeGranularity::kFull;
     full.recompute_method = sim::RecomputeMethod::kUniform;
     full.recompute_num_layers = 1;
-    for (const sim::Layout& l : {none, selective, full}) {
-      if (l.recompute != parent.recompute) push(l);
+    std::vector<sim::Layout> values = {none, selective};
+    if (moe) {
+      // The expert activations are the largest activations of a MoE layer: recomputing them
+      // (Megatron's moe_act module) saves most of what full recomputation saves, at a fraction of
+      // its cost.
+      const std::uint32_t moe_act = sim::kRecomputeMoeAct;
+      for (const std::uint32_t modules :
+           {moe_act, moe_act | sim::kRecomputeCoreAttn, moe_act | sim::kRecomputeLayernorm}) {
+        sim::Layout l = selective;
+        l.recompute_modules = modules;
+        values.push_back(l);
+      }
+    }
+    values.push_back(full);
+    for (const sim::Layout& l : values) {
+      if (l.recompute != parent.recompute ||
+          (l.recompute == sim::RecomputeGranularity::kSelective &&
+           l.recompute_modules != parent.recompute_modules)) {
+        push(l);
+      }
     }
   } else if (move == "dispatcher" && moe) {
     for (sim::Dispatcher d :
@@ -441,6 +462,28 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   if (full_recipe.ok() && pl.recompute != sim::RecomputeGranularity::kFull) {
     saved = layout_sweep(c, full_recipe.value(), options);
   }
+  // From a parent that recomputes fully (a rule-5 retry): the layout's gain once its
+  // recomputation is relaxed back to the baseline's, where that fits; the recompute lever does it
+  // at the next step.
+  auto decoded_baseline = sim::decode_layout(c.w, c.baseline);
+  auto relaxed_gain = [&](const sim::Layout& layout) -> std::optional<double> {
+    if (pl.recompute != sim::RecomputeGranularity::kFull || !decoded_baseline.ok() ||
+        decoded_baseline->recompute == sim::RecomputeGranularity::kFull) {
+      return std::nullopt;
+    }
+    // The recomputations lighter than full that the recompute lever offers.
+    std::optional<double> best;
+    for (const sim::Layout& relaxed : move_values(c.w, layout, "recompute")) {
+      if (relaxed.recompute == sim::RecomputeGranularity::kFull) continue;
+      auto recipe = sim::apply_layout(parent_recipe, relaxed);
+      if (!recipe.ok() || !check_config(c.policy, c.baseline, recipe.value()).allowed) continue;
+      const sim::Prediction p = sim::predict_on_stack(c.w, recipe.value(), c.stack);
+      if (!fits(p, c.evidence.memory_margin)) continue;
+      const double gain = p.tokens_per_s_per_gpu / base - 1;
+      if (!best || gain > *best) best = gain;
+    }
+    return best;
+  };
   auto add_layout = [&](const sim::SweepEntry& entry, bool needs_retry) {
     sim::Layout layout = entry.layout.layout;
     if (needs_retry) copy_move_fields(layout, decoded_parent.value(), "recompute");
@@ -465,6 +508,16 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     cand->rule = needs_retry ? "rule 5: expected out of memory at the parent's recomputation; "
                                "a retry with full recomputation follows"
                              : "";
+    const std::optional<double> relaxed = needs_retry ? std::nullopt : relaxed_gain(layout);
+    if (relaxed && *relaxed * kOomPlanDiscount > cand->expected_gain) {
+      cand->planned_gain = *relaxed * kOomPlanDiscount;
+      cand->score = cand->planned_gain * confidence_of(c, lever, "");
+      cand->rule = std::string(kRelaxPlan) +
+                   ": this layout fits without the parent's full recomputation (" +
+                   percent(*relaxed) +
+                   " over the parent once relaxed); the recompute lever "
+                   "relaxes it next";
+    }
     out.push_back(std::move(*cand));
   };
   if (plain.ok()) {
@@ -612,6 +665,46 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
   return std::nullopt;
 }
 
+// A run launched at its parent's full recomputation because its layout fits without it: its
+// recomputation is relaxed next, to the lightest-costing one that fits, before it is judged.
+std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader_p) {
+  std::set<RunId> parents;
+  for (const auto& [id, proposal] : c.state.proposals) parents.insert(proposal.parent_run_id);
+  for (const auto& [id, run] : c.state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.measured || parents.contains(id)) continue;
+    const auto proposal = c.state.proposals.find(run.proposal_id);
+    if (proposal == c.state.proposals.end() ||
+        proposal->second.hypothesis.mechanism.find(kRelaxPlan) == std::string::npos) {
+      continue;
+    }
+    const Recipe planned = recipe_of(c.state, id, c.baseline);
+    auto layout = sim::decode_layout(c.w, planned);
+    if (!layout.ok()) continue;
+    std::optional<Candidate> best;
+    double best_tps = 0;
+    for (const sim::Layout& value : move_values(c.w, layout.value(), "recompute")) {
+      if (value.recompute == sim::RecomputeGranularity::kFull) continue;
+      auto recipe = sim::apply_layout(planned, value);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, planned, id, std::move(recipe).value());
+      if (!cand) continue;
+      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
+      if (!fits(p, c.evidence.memory_margin) || p.tokens_per_s_per_gpu <= best_tps) continue;
+      best_tps = p.tokens_per_s_per_gpu;
+      const CatalogLever* lever = find_lever(c.catalog, "recompute");
+      cand->lever = "recompute";
+      cand->mechanism = lever ? lever->mechanism : "recompute";
+      cand->expected_gain =
+          leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
+      cand->rule = "run " + std::to_string(id) + " was launched at full recomputation to be " +
+                   "relaxed (" + std::string(kRelaxPlan) + "): the lightest that fits";
+      best = std::move(cand);
+    }
+    if (best) return best;
+  }
+  return std::nullopt;
+}
+
 // Failed runs are retried before they are ruled out: a hang with one data-parallel overlap fewer
 // (overlapping streams can deadlock), and, rule 5, an out-of-memory layout with its memory
 // savings back.
@@ -632,7 +725,8 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, const Reci
                          },
                          "ran out of memory; rule 5: retried with full recomputation before it "
                          "is ruled out"};
-  return retry_one(c, h, oom, leader_p);
+  if (auto cand = retry_one(c, h, oom, leader_p)) return cand;
+  return relax_planned(c, leader_p);
 }
 
 // Rule 4: probe every parallel degree before the topology counts as exhausted, and count a lever
@@ -761,7 +855,7 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   if (auto cand = retry_failures(c, h, leader)) return to_proposal(c, *cand, h.rules);
   const std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);
   for (const Candidate& cand : ranked) {
-    if (cand.expected_gain <= 0.5 * band || cand.score <= 0) break;
+    if (std::max(cand.expected_gain, cand.planned_gain) <= 0.5 * band || cand.score <= 0) break;
     TunerProposal proposal = to_proposal(c, cand, h.rules);
     // An unclear diagnosis of an unprofiled leader: the run is profiled, to tell the costs apart.
     proposal.profile = !c.diagnosis.clear && !leader_profiled;

@@ -665,8 +665,9 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
   return std::nullopt;
 }
 
-// A run launched at its parent's full recomputation because its layout fits without it: its
-// recomputation is relaxed next, to the lightest-costing one that fits, before it is judged.
+// A run launched at its parent's full recomputation because its layout fits without it (its rule
+// reads "rule 5 in reverse: ..."): its recomputation is relaxed next, once, to the fastest that
+// fits, before it is judged.
 std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader_p) {
   std::set<RunId> parents;
   for (const auto& [id, proposal] : c.state.proposals) parents.insert(proposal.parent_run_id);
@@ -674,7 +675,8 @@ std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader
     if (run.purpose != RunPurpose::kSearch || !run.measured || parents.contains(id)) continue;
     const auto proposal = c.state.proposals.find(run.proposal_id);
     if (proposal == c.state.proposals.end() ||
-        proposal->second.hypothesis.mechanism.find(kRelaxPlan) == std::string::npos) {
+        proposal->second.hypothesis.mechanism.find(std::string(kRelaxPlan) + ":") ==
+            std::string::npos) {
       continue;
     }
     const Recipe planned = recipe_of(c.state, id, c.baseline);

@@ -343,6 +343,44 @@ TEST_F(ExpertCampaign, TheMemoryPrefilterKeepsTpeFromLaunchingWhatWillNotFit) {
   EXPECT_LT(oom["tpe-prefilter"] * 3, oom["tpe"]);
 }
 
+// Rule 5 adds full recomputation to a layout that ran out of memory; from such a leader, a layout
+// that fits without it is launched as planned ("rule 5 in reverse") and its recomputation relaxed
+// at the next step, once. On GLM-4.5 (slime) that is how the expert reaches the world's best
+// layouts: TP 1 with the expert activations recomputed, not the whole layer.
+TEST_F(ExpertCampaign, ARecomputationAddedToFitIsRelaxedOnceALayoutFitsWithoutIt) {
+  std::vector<nlohmann::json> events;
+  const nlohmann::json summary = run_example("glm-4.5-b200x128", events);
+  ASSERT_TRUE(summary.contains("shipped")) << summary.dump();
+  std::set<std::int64_t> planned_runs;
+  std::map<std::int64_t, std::int64_t> run_of_proposal;
+  for (const auto& e : of_type(events, "LaunchAdmitted")) {
+    run_of_proposal[e["body"]["proposal_id"].get<std::int64_t>()] =
+        e["body"]["run_id"].get<std::int64_t>();
+  }
+  int relaxed = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    const std::int64_t proposal = e["body"]["proposal_id"].get<std::int64_t>();
+    if (mechanism.find("rule 5 in reverse:") != std::string::npos) {
+      planned_runs.insert(run_of_proposal[proposal]);
+    } else if (mechanism.find("(rule 5 in reverse)") != std::string::npos) {
+      ++relaxed;
+      // Relaxed once, from a planned run, by the recompute lever.
+      EXPECT_TRUE(planned_runs.contains(e["body"]["parent_run_id"].get<std::int64_t>()))
+          << mechanism;
+      EXPECT_EQ(mechanism.rfind("recompute:", 0), 0u) << mechanism;
+    }
+  }
+  EXPECT_GT(planned_runs.size(), 0u);
+  EXPECT_GT(relaxed, 0);
+  EXPECT_LE(relaxed, static_cast<int>(planned_runs.size()));
+  const auto& shipped = summary["shipped"];
+  ASSERT_FALSE(shipped["is_baseline"].get<bool>());
+  EXPECT_EQ(shipped["recipe"].get<std::string>().find("--recompute-granularity full"),
+            std::string::npos);
+  EXPECT_GT(shipped["gain_fraction"].get<double>(), 1.0);
+}
+
 TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
   const std::string file = demo_with_tuner(root_, "expert");
   int code = -1;

@@ -18,6 +18,13 @@ std::string shown(const std::optional<std::string>& value) {
 
 std::string class_text(const SettingClass& cls) { return to_string(cls.objective_class); }
 
+// The value layer 1 judges: for a flag, the one Megatron will use (a silent rewrite applied).
+std::optional<std::string> checked_value(const Recipe& recipe, ChangeKind kind,
+                                         const std::string& name) {
+  return kind == ChangeKind::kFlag ? resolved_flag_value(recipe, name)
+                                   : effective_value(recipe, kind, name);
+}
+
 // Every setting a recipe gives, by canonical name: the two sides of a --x/--no-x pair are one.
 void collect_settings(const Recipe& recipe, std::set<std::string>& flags,
                       std::set<std::string>& env) {
@@ -162,10 +169,10 @@ std::optional<ConfigRefusal> frozen_violation(const Policy& policy, const Frozen
       expected = default_value(frozen.kind, frozen.setting);
       break;
     case FrozenPin::kBaseline:
-      expected = effective_value(baseline, frozen.kind, frozen.setting);
+      expected = checked_value(baseline, frozen.kind, frozen.setting);
       break;
   }
-  const std::optional<std::string> actual = effective_value(candidate, frozen.kind, frozen.setting);
+  const std::optional<std::string> actual = checked_value(candidate, frozen.kind, frozen.setting);
   if (actual == expected) return std::nullopt;
   const SettingClass cls = classify_setting(policy, frozen.kind, frozen.setting);
   ConfigRefusal refusal;
@@ -181,7 +188,7 @@ std::optional<ConfigRefusal> frozen_violation(const Policy& policy, const Frozen
 std::optional<ConfigRefusal> defect_match(const Policy& policy, const KnownDefect& defect,
                                           const Recipe& candidate) {
   for (const DefectCondition& condition : defect.conditions) {
-    if (effective_value(candidate, condition.kind, condition.setting) !=
+    if (checked_value(candidate, condition.kind, condition.setting) !=
         absent_as_default(condition.value, condition.kind, condition.setting)) {
       return std::nullopt;
     }
@@ -200,19 +207,14 @@ std::optional<ConfigRefusal> defect_match(const Policy& policy, const KnownDefec
   return refusal;
 }
 
-// The value layer 1 judges: for a flag, the one Megatron will use (a silent rewrite applied).
-std::optional<std::string> checked_value(const Recipe& recipe, ChangeKind kind,
-                                         const std::string& name) {
-  return kind == ChangeKind::kFlag ? resolved_flag_value(recipe, name)
-                                   : effective_value(recipe, kind, name);
-}
-
 // "; implied by CAUSE: NOTE" where a silent rewrite set the value on either side, else empty.
 std::string implied_text(const Recipe& baseline, const Recipe& candidate, ChangeKind kind,
                          const std::string& name) {
   if (kind != ChangeKind::kFlag) return "";
   const ImpliedSettingRule* rule = implied_rule_for(name);
   if (rule == nullptr) return "";
+  // A recipe that gives the setting itself changed it; the rewrite is not the cause.
+  if (baseline.flags.contains(name) || candidate.flags.contains(name)) return "";
   if (!implied_value(*rule, baseline) && !implied_value(*rule, candidate)) return "";
   return "; implied by " + std::string(rule->cause) + ": " + std::string(rule->note);
 }

@@ -15,10 +15,17 @@ bool is_on(const Recipe& recipe, std::string_view flag) {
   return flag_value(recipe, flag) == std::optional<std::string>("true");
 }
 
-// validate_args: any --cuda-graph-impl but none sets te_rng_tracker = True.
+// validate_args: CUDA graphs under Transformer Engine set te_rng_tracker = True. Graphs come from
+// --cuda-graph-impl (any but none) or its deprecated switches --enable-cuda-graph (local) and
+// --external-cuda-graph (transformer_engine); --transformer-impl local leaves the tracker off.
 std::optional<std::string> te_rng_tracker(const Recipe& recipe) {
   const std::optional<std::string> impl = flag_value(recipe, "--cuda-graph-impl");
-  if (!impl || *impl == "none") return std::nullopt;
+  const bool graphs = (impl && *impl != "none") || is_on(recipe, "--enable-cuda-graph") ||
+                      is_on(recipe, "--external-cuda-graph");
+  if (!graphs || flag_value(recipe, "--transformer-impl") !=
+                     std::optional<std::string>("transformer_engine")) {
+    return std::nullopt;
+  }
   return "true";
 }
 
@@ -44,8 +51,8 @@ struct RuleImpl {
 
 const std::vector<RuleImpl>& rule_impls() {
   static const std::vector<RuleImpl> rules = {
-      {{"--te-rng-tracker", "--cuda-graph-impl",
-        "any CUDA graph implementation but none silently enables the TE RNG tracker"},
+      {{"--te-rng-tracker", "--cuda-graph-impl, --enable-cuda-graph, --external-cuda-graph",
+        "CUDA graphs under Transformer Engine silently enable the TE RNG tracker"},
        te_rng_tracker},
       {{"--accumulate-allreduce-grads-in-fp32", "--bf16, --grad-reduce-in-bf16, --main-grads-dtype",
         "--bf16 with fp32 main grads accumulates in fp32 unless --grad-reduce-in-bf16"},

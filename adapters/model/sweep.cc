@@ -350,15 +350,23 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
         if (!prediction.fits_in_memory) continue;
         ++result.layouts_fitting;
         if (!best.admits(prediction.tokens_per_s_per_gpu)) continue;
-        Result<Recipe> recipe = apply_layout(baseline, resolved.value().layout);
-        if (!recipe.ok()) return make_error(recipe.error());
-        if (options.admit && !options.admit(recipe.value())) continue;
-        best.add(SweepEntry{std::move(recipe).value(), std::move(resolved).value(),
-                            std::move(prediction)});
+        Recipe recipe;  // built now only for a filter; else for the winners, below
+        if (options.admit) {
+          Result<Recipe> built = apply_layout(baseline, resolved.value().layout);
+          if (!built.ok() || !options.admit(built.value())) continue;
+          recipe = std::move(built).value();
+        }
+        best.add(SweepEntry{std::move(recipe), std::move(resolved).value(), std::move(prediction)});
       }
     }
   }
   result.best = best.take();
+  if (options.admit) return result;
+  for (SweepEntry& entry : result.best) {
+    Result<Recipe> recipe = apply_layout(baseline, entry.layout.layout);
+    if (!recipe.ok()) return make_error(recipe.error());
+    entry.recipe = std::move(recipe).value();
+  }
   return result;
 }
 

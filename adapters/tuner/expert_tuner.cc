@@ -463,8 +463,8 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     saved = layout_sweep(c, full_recipe.value(), options);
   }
   // From a parent that recomputes fully (a rule-5 retry): the layout's gain once its
-  // recomputation is relaxed back to the baseline's, where that fits; the recompute lever does it
-  // at the next step.
+  // recomputation is relaxed to the fastest lighter one that fits (none, selective, or the
+  // moe_act variants); the recompute lever does it at the next step.
   auto decoded_baseline = sim::decode_layout(c.w, c.baseline);
   auto relaxed_gain = [&](const sim::Layout& layout) -> std::optional<double> {
     if (pl.recompute != sim::RecomputeGranularity::kFull || !decoded_baseline.ok() ||
@@ -740,7 +740,9 @@ std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Ca
     for (const Candidate& cand : ranked) {
       if (cand.set != "parallel-layout" || !cand.degrees.contains(degree)) continue;
       Candidate probe = cand;
-      probe.rule = "rule 4: probing " + degree + " before the topology counts as exhausted";
+      // Appended: a planned relaxation's rule text must survive (relax_planned reads it).
+      probe.rule = (probe.rule.empty() ? "" : probe.rule + "; ") + "rule 4: probing " + degree +
+                   " before the topology counts as exhausted";
       return probe;
     }
   }
@@ -751,7 +753,8 @@ std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Ca
       continue;
     }
     Candidate probe = cand;
-    probe.rule = "rule 4: a second value of " + cand.set + " on the leader";
+    probe.rule = (probe.rule.empty() ? "" : probe.rule + "; ") + "rule 4: a second value of " +
+                 cand.set + " on the leader";
     return probe;
   }
   return std::nullopt;

@@ -328,9 +328,13 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
     const json params = (*asked)["params"];
     double told = 0.0;  // infeasible: scored zero without a launch
     auto candidate = sim::apply_layout(view.baseline, layout_at(baseline_layout.value(), params));
-    if (candidate.ok() && admitted(candidate.value())) {
+    if (candidate.ok()) {
       const std::string hash = recipe_hash(candidate.value());
-      if (!proposed.contains(hash)) {
+      if (proposed.contains(hash)) {
+        // A repeat: told what the ledger has for it (still running: what the liar would say).
+        auto known = value_of_hash.find(hash);
+        told = known != value_of_hash.end() ? known->second : 0.0;
+      } else if (admitted(candidate.value())) {
         TunerProposal proposal;
         proposal.recipe = std::move(candidate).value();
         proposal.parent_run_id = 0;
@@ -339,9 +343,6 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
         proposal.hypothesis.expected_gain_fraction = 0.0;
         return proposal;
       }
-      // A repeat: told what the ledger has for it (still running: what the liar would say).
-      auto known = value_of_hash.find(hash);
-      told = known != value_of_hash.end() ? known->second : 0.0;
     }
     auto result = bridge_->call({{"op", "tell"}, {"value", told}});
     if (!result.ok()) {

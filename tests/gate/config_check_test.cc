@@ -517,6 +517,16 @@ TEST(ConfigCheck, AGraphImplementationIsJudgedForTheRngTrackerItTurnsOn) {
   EXPECT_TRUE(
       check_config(default_policy(), baseline(), with_flag(baseline(), "--cuda-graph-impl", "none"))
           .allowed);
+  // The deprecated switches are graphs too; without Transformer Engine the tracker stays off.
+  for (const std::string old_switch : {"--enable-cuda-graph", "--external-cuda-graph"}) {
+    expect_refused(
+        check_config(default_policy(), baseline(), with_flag(baseline(), old_switch, "")),
+        "--te-rng-tracker", ObjectiveClass::kNumeric, CheckRule::kNumeric);
+  }
+  const Recipe local = with_flag(baseline(), "--transformer-impl", "local");
+  const ConfigCheckResult local_graphs =
+      check_config(default_policy(), local, with_flag(local, "--cuda-graph-impl", "local"));
+  EXPECT_EQ(change_of(local_graphs, "--te-rng-tracker"), nullptr);
 }
 
 TEST(ConfigCheck, ARewriteTheBaselineAlreadyHasIsNoChange) {
@@ -554,7 +564,7 @@ reason = "a test policy"
                  CheckRule::kNumeric);
   EXPECT_EQ(change_of(result, "--accumulate-allreduce-grads-in-fp32")->change.before, "true");
   EXPECT_EQ(change_of(result, "--accumulate-allreduce-grads-in-fp32")->change.after, "false");
-  // The flag given explicitly in both recipes is what --bf16 sets anyway: no change.
+  // The candidate giving the flag that --bf16 sets anyway is no change.
   const Recipe explicit_fp32 = with_flag(baseline(), "--accumulate-allreduce-grads-in-fp32", "");
   EXPECT_TRUE(check_config(policy, baseline(), explicit_fp32).allowed);
 }

@@ -279,7 +279,8 @@ Status run_campaigns(const CampaignSpec& spec, std::uint32_t seeds, const fs::pa
       const fs::path db = work / (arm.name + "-seed" + std::to_string(seed));
       auto state = run_campaign_quietly(one, db.string());
       if (!state.ok())
-        return make_error(arm.name + " seed " + std::to_string(seed) + ": " + state.error());
+        return make_error(spec.name + ", reality seed " + std::to_string(spec.reality_seed) + ": " +
+                          arm.name + " seed " + std::to_string(seed) + ": " + state.error());
       CampaignResult result = summarise(state.value(), seed);
       if (state->view.stop.shipped) {
         auto recipe = parse_recipe(state->view.stop.shipped->recipe, "shipped");
@@ -635,32 +636,42 @@ nlohmann::json summaries_json(const std::vector<WorkloadSummary>& summaries) {
   return out;
 }
 
-// The reality seeds to run, each marked held out or not. Held-out seeds are drawn here, at the
-// edge, from the operating system's entropy, and printed so that a run can be repeated with
-// --reality-seeds.
-Result<std::vector<std::pair<std::uint64_t, bool>>> reality_seeds_of(
-    const CompareOptions& options) {
-  std::vector<std::pair<std::uint64_t, bool>> out;
+// The reality seeds the user names (--reality-seed or --reality-seeds), each once.
+Result<std::vector<std::uint64_t>> given_reality_seeds(const CompareOptions& options) {
+  std::vector<std::uint64_t> out;
   if (options.reality_seed && !options.reality_seeds.empty()) {
     return make_error("--reality-seed and --reality-seeds: give one of them");
   }
-  if (options.reality_seed) out.emplace_back(*options.reality_seed, false);
+  if (options.reality_seed) out.push_back(*options.reality_seed);
   for (const std::string& field : list_of(options.reality_seeds)) {
     std::uint64_t seed = 0;
     const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), seed);
     if (error != std::errc() || end != field.data() + field.size()) {
       return make_error("--reality-seeds: '" + field + "' is not a seed (expected an integer)");
     }
-    out.emplace_back(seed, false);
+    if (std::find(out.begin(), out.end(), seed) != out.end()) {
+      return make_error("--reality-seeds: " + field + " is listed twice");
+    }
+    out.push_back(seed);
   }
   if (options.holdout_seeds > 10) return make_error("--holdout-seeds: expected 0 to 10");
+  return out;
+}
+
+// Held-out seeds, drawn here, at the edge, from the operating system's entropy (and printed, so
+// that a run can be repeated with --reality-seeds); none equals a seed already chosen.
+std::vector<std::uint64_t> draw_holdout_seeds(std::uint32_t count,
+                                              const std::vector<std::uint64_t>& taken) {
   std::random_device entropy;
-  const std::size_t given = out.size();
-  while (out.size() < given + options.holdout_seeds) {
+  std::vector<std::uint64_t> out;
+  while (out.size() < count) {
     const std::uint64_t seed = 100000 + (static_cast<std::uint64_t>(entropy()) % 900000);
-    const bool seen =
-        std::any_of(out.begin(), out.end(), [&](const auto& entry) { return entry.first == seed; });
-    if (!seen) out.emplace_back(seed, true);
+    if (std::find(taken.begin(), taken.end(), seed) != taken.end() ||
+        std::find(out.begin(), out.end(), seed) != out.end()) {
+      continue;
+    }
+    out.push_back(seed);
+    std::cerr << "compare: held-out reality seed " << seed << " (drawn)\n";
   }
   return out;
 }
@@ -669,6 +680,15 @@ Result<std::vector<std::string>> campaign_files_of(const CompareOptions& options
   std::vector<std::string> files = list_of(options.campaign_files);
   if (!options.campaign_file.empty()) files.insert(files.begin(), options.campaign_file);
   if (files.empty()) return make_error("compare: name a campaign file (--campaign or --campaigns)");
+  std::vector<fs::path> seen;
+  for (const std::string& file : files) {
+    std::error_code ec;
+    const fs::path path = fs::weakly_canonical(file, ec);
+    if (std::find(seen.begin(), seen.end(), path) != seen.end()) {
+      return make_error("compare: campaign file " + file + " is named twice");
+    }
+    seen.push_back(path);
+  }
   return files;
 }
 
@@ -706,15 +726,15 @@ int run_compare(const CompareOptions& options) {
   auto arms = parse_arms(options.arms);
   if (!arms.ok()) return fail(arms.error());
   if (options.seeds == 0 || options.seeds > 10) return fail("--seeds: expected 1 to 10");
-  auto seeds = reality_seeds_of(options);
-  if (!seeds.ok()) return fail(seeds.error());
+  auto given = given_reality_seeds(options);
+  if (!given.ok()) return fail(given.error());
   std::vector<Setup> setups;
   for (const std::string& file : files.value()) {
     auto setup = load_setup(file);
     if (!setup.ok()) return fail(setup.error());
     setups.push_back(std::move(setup).value());
   }
-  if (seeds->empty()) {
+  if (given->empty()) {
     for (const Setup& setup : setups) {
       if (setup.spec.reality_seed != setups.front().spec.reality_seed) {
         return fail(
@@ -722,10 +742,12 @@ int run_compare(const CompareOptions& options) {
             "--reality-seeds");
       }
     }
-    seeds->emplace_back(setups.front().spec.reality_seed, false);
+    given->push_back(setups.front().spec.reality_seed);
   }
-  for (const auto& [seed, held_out] : seeds.value()) {
-    if (held_out) std::cerr << "compare: held-out reality seed " << seed << " (drawn)\n";
+  std::vector<std::pair<std::uint64_t, bool>> seeds;  // each seed, and whether it is held out
+  for (const std::uint64_t seed : given.value()) seeds.emplace_back(seed, false);
+  for (const std::uint64_t seed : draw_holdout_seeds(options.holdout_seeds, given.value())) {
+    seeds.emplace_back(seed, true);
   }
 
   const bool own_work_dir = options.work_dir.empty();
@@ -738,7 +760,7 @@ int run_compare(const CompareOptions& options) {
   }
   std::vector<Comparison> comparisons;
   for (std::size_t i = 0; i < setups.size(); ++i) {
-    for (const auto& [seed, held_out] : seeds.value()) {
+    for (const auto& [seed, held_out] : seeds) {
       const fs::path dir = work / (std::to_string(i + 1) + "-" + setups[i].spec.name + "-reality" +
                                    std::to_string(seed));
       auto compared = compare_at(setups[i], seed, held_out, options, arms.value(), dir);

@@ -397,6 +397,27 @@ Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
   return result;
 }
 
+// The fastest recomputation lighter than full for `layout` (its recipe built on `from`) that the
+// policy allows and that fits with the campaign's memory margin.
+struct Relaxed {
+  Recipe recipe;
+  sim::Prediction prediction;
+};
+std::optional<Relaxed> fastest_relaxed(const Context& c, const Recipe& from,
+                                       const sim::Layout& layout) {
+  std::optional<Relaxed> best;
+  for (const sim::Layout& value : move_values(c.w, layout, "recompute")) {
+    if (value.recompute == sim::RecomputeGranularity::kFull) continue;
+    auto recipe = sim::apply_layout(from, value);
+    if (!recipe.ok() || !check_config(c.policy, c.baseline, recipe.value()).allowed) continue;
+    const sim::Prediction p = sim::predict_on_stack(c.w, recipe.value(), c.stack);
+    if (!fits(p, c.evidence.memory_margin)) continue;
+    if (best && p.tokens_per_s_per_gpu <= best->prediction.tokens_per_s_per_gpu) continue;
+    best = Relaxed{std::move(recipe).value(), p};
+  }
+  return best;
+}
+
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
 // allowed by the policy, valid for Megatron. Fills recipe, parent, set; the caller scores it.
 std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, RunId parent,
@@ -471,18 +492,9 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
         decoded_baseline->recompute == sim::RecomputeGranularity::kFull) {
       return std::nullopt;
     }
-    // The recomputations lighter than full that the recompute lever offers.
-    std::optional<double> best;
-    for (const sim::Layout& relaxed : move_values(c.w, layout, "recompute")) {
-      if (relaxed.recompute == sim::RecomputeGranularity::kFull) continue;
-      auto recipe = sim::apply_layout(parent_recipe, relaxed);
-      if (!recipe.ok() || !check_config(c.policy, c.baseline, recipe.value()).allowed) continue;
-      const sim::Prediction p = sim::predict_on_stack(c.w, recipe.value(), c.stack);
-      if (!fits(p, c.evidence.memory_margin)) continue;
-      const double gain = p.tokens_per_s_per_gpu / base - 1;
-      if (!best || gain > *best) best = gain;
-    }
-    return best;
+    const std::optional<Relaxed> relaxed = fastest_relaxed(c, parent_recipe, layout);
+    if (!relaxed) return std::nullopt;
+    return relaxed->prediction.tokens_per_s_per_gpu / base - 1;
   };
   auto add_layout = [&](const sim::SweepEntry& entry, bool needs_retry) {
     sim::Layout layout = entry.layout.layout;
@@ -682,27 +694,20 @@ std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader
     const Recipe planned = recipe_of(c.state, id, c.baseline);
     auto layout = sim::decode_layout(c.w, planned);
     if (!layout.ok()) continue;
-    std::optional<Candidate> best;
-    double best_tps = 0;
-    for (const sim::Layout& value : move_values(c.w, layout.value(), "recompute")) {
-      if (value.recompute == sim::RecomputeGranularity::kFull) continue;
-      auto recipe = sim::apply_layout(planned, value);
-      if (!recipe.ok()) continue;
-      auto cand = admissible(c, planned, id, std::move(recipe).value());
-      if (!cand) continue;
-      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
-      if (!fits(p, c.evidence.memory_margin) || p.tokens_per_s_per_gpu <= best_tps) continue;
-      best_tps = p.tokens_per_s_per_gpu;
-      const CatalogLever* lever = find_lever(c.catalog, "recompute");
-      cand->lever = "recompute";
-      cand->mechanism = lever ? lever->mechanism : "recompute";
-      cand->expected_gain =
-          leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
-      cand->rule = "run " + std::to_string(id) + " was launched at full recomputation to be " +
-                   "relaxed (" + std::string(kRelaxPlan) + "): the lightest that fits";
-      best = std::move(cand);
-    }
-    if (best) return best;
+    std::optional<Relaxed> relaxed = fastest_relaxed(c, planned, layout.value());
+    if (!relaxed) continue;
+    auto cand = admissible(c, planned, id, std::move(relaxed->recipe));
+    if (!cand) continue;
+    const CatalogLever* lever = find_lever(c.catalog, "recompute");
+    cand->lever = "recompute";
+    cand->mechanism = lever ? lever->mechanism : "recompute";
+    cand->expected_gain =
+        leader_p.valid
+            ? relaxed->prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1
+            : 0;
+    cand->rule = "run " + std::to_string(id) + " was launched at full recomputation to be " +
+                 "relaxed (" + std::string(kRelaxPlan) + "): the fastest that fits";
+    return cand;
   }
   return std::nullopt;
 }

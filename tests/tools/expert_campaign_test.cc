@@ -147,17 +147,25 @@ namespace attune {
 namespace {
 
 // A copy of the demo campaign file with its tuner replaced.
-std::string demo_with_tuner(const fs::path& dir, const std::string& tuner) {
-  std::ifstream in(std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml");
+// Writes `source` to `target` with the first `from` replaced by `to`; fails the test when `from`
+// is not there.
+void rewrite(const fs::path& source, const fs::path& target, const std::string& from,
+             const std::string& to) {
+  std::ifstream in(source);
   std::stringstream text;
   text << in.rdbuf();
   std::string content = text.str();
-  const std::string from = "name = \"expert\"";
   const std::size_t at = content.find(from);
-  EXPECT_NE(at, std::string::npos);
-  if (at != std::string::npos) content.replace(at, from.size(), "name = \"" + tuner + "\"");
+  EXPECT_NE(at, std::string::npos) << from << " in " << source;
+  if (at != std::string::npos) content.replace(at, from.size(), to);
+  in.close();
+  std::ofstream(target) << content;
+}
+
+std::string demo_with_tuner(const fs::path& dir, const std::string& tuner) {
   const fs::path path = dir / ("demo-" + tuner + ".toml");
-  std::ofstream(path) << content;
+  rewrite(std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml", path,
+          "name = \"expert\"", "name = \"" + tuner + "\"");
   return path.string();
 }
 
@@ -212,18 +220,7 @@ TEST_F(ExpertCampaign, CompareOraclePassesOverRecipesThatDoNotRun) {
 // of its baseline.
 TEST_F(ExpertCampaign, GraphCandidatesThatCannotShipAreRefusedBeforeLaunch) {
   const std::string file = on_default_stack("minimax-m2-b200x64");
-  std::string content;
-  {
-    std::ifstream in(file);
-    std::ostringstream text;
-    text << in.rdbuf();
-    content = text.str();
-  }
-  const std::string reality_line = "reality = 0";
-  const std::size_t reality = content.find(reality_line);
-  ASSERT_NE(reality, std::string::npos);
-  content.replace(reality, reality_line.size(), "reality = 9002");
-  std::ofstream(file) << content;
+  rewrite(file, file, "reality = 0", "reality = 9002");
 
   std::vector<nlohmann::json> events;
   const nlohmann::json summary = run_example(file, events);
@@ -245,18 +242,8 @@ TEST_F(ExpertCampaign, GraphCandidatesThatCannotShipAreRefusedBeforeLaunch) {
 // random summarised apart.
 TEST_F(ExpertCampaign, CompareSummarisesSeveralWorkloadsWithHeldOutSeedsApart) {
   const std::string expert_file = demo_with_tuner(root_, "expert");
-  std::string text;
-  {
-    std::ifstream in(expert_file);
-    std::ostringstream read;
-    read << in.rdbuf();
-    text = read.str();
-  }
-  const std::string from = "name = \"qwen3-30b-a3b-demo\"";
-  ASSERT_NE(text.find(from), std::string::npos);
-  text.replace(text.find(from), from.size(), "name = \"qwen3-30b-a3b-other\"");
   const fs::path other = root_ / "other.toml";
-  std::ofstream(other) << text;
+  rewrite(expert_file, other, "name = \"qwen3-30b-a3b-demo\"", "name = \"qwen3-30b-a3b-other\"");
 
   int code = -1;
   const std::string out =

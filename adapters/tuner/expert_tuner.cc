@@ -645,36 +645,110 @@ struct FailureRetry {
   std::string lever;
   std::function<bool(const sim::Layout& failed, const sim::Layout& value)> accept;
   std::string why;
+  bool carry_hang_cure = false;  // a cure that a hang's retry found is applied to the retry too
 };
 
+// A hang this campaign cured: a search run that hung and its retry (one data-parallel overlap
+// fewer) that then measured.
+struct HangCure {
+  RunId hung = 0;
+  RunId cured = 0;
+  sim::Layout hung_layout;
+  sim::Layout cured_layout;
+};
+
+std::optional<HangCure> hang_cure(const Context& c) {
+  for (const auto& [id, run] : c.state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.measured) continue;
+    const auto proposal = c.state.proposals.find(run.proposal_id);
+    if (proposal == c.state.proposals.end()) continue;
+    const RunId parent_id = proposal->second.parent_run_id;
+    const RunState* parent = c.state.run(parent_id);
+    if (parent == nullptr || !parent->failed ||
+        parent->failed->failure_class != FailureClass::kHang) {
+      continue;
+    }
+    auto hung = sim::decode_layout(c.w, recipe_of(c.state, parent_id, c.baseline));
+    auto cured = sim::decode_layout(c.w, recipe_of(c.state, id, c.baseline));
+    if (!hung.ok() || !cured.ok()) continue;
+    if (hung.value().overlap_grad_reduce == cured.value().overlap_grad_reduce &&
+        hung.value().overlap_param_gather == cured.value().overlap_param_gather) {
+      continue;
+    }
+    return HangCure{parent_id, id, hung.value(), cured.value()};
+  }
+  return std::nullopt;
+}
+
+// Whether a retry of a failed run is still in flight: its outcome (a retry that fails again is
+// retried in turn) is the evidence for the next, so retries go one at a time.
+bool retry_in_flight(const ControlState& state) {
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.in_flight()) continue;
+    const auto proposal = state.proposals.find(run.proposal_id);
+    if (proposal == state.proposals.end()) continue;
+    const RunState* parent = state.run(proposal->second.parent_run_id);
+    if (parent != nullptr && parent->failed) return true;
+  }
+  return false;
+}
+
+// The retry, by the estimator, of one failed search run that has not been retried: the value of
+// `move` that `accept` takes from the failed layout.
+std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, RunId id,
+                                      const sim::Prediction& leader_p) {
+  const Recipe failed = recipe_of(c.state, id, c.baseline);
+  auto layout = sim::decode_layout(c.w, failed);
+  if (!layout.ok()) return std::nullopt;
+  const std::optional<HangCure> cure = retry.carry_hang_cure ? hang_cure(c) : std::nullopt;
+  for (sim::Layout value : move_values(c.w, layout.value(), retry.move)) {
+    if (!retry.accept(layout.value(), value)) continue;
+    // The overlaps that hung before would hang again: the retry takes the cure along, and is
+    // judged with it (often no longer expected to beat the leader, so not launched at all).
+    const bool cured = cure && value.overlap_grad_reduce == cure->hung_layout.overlap_grad_reduce &&
+                       value.overlap_param_gather == cure->hung_layout.overlap_param_gather;
+    if (cured) copy_move_fields(value, cure->cured_layout, "dp-overlap");
+    auto recipe = sim::apply_layout(failed, value);
+    if (!recipe.ok()) continue;
+    auto cand = admissible(c, failed, id, std::move(recipe).value());
+    if (!cand) continue;
+    const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
+    if (!p.valid) continue;
+    const CatalogLever* lever = find_lever(c.catalog, retry.lever);
+    cand->lever = retry.lever;
+    cand->mechanism = lever ? lever->mechanism : retry.lever;
+    cand->expected_gain =
+        leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
+    cand->rule = "run " + std::to_string(id) + " " + retry.why;
+    if (cured) {
+      cand->rule += ", with the data-parallel overlaps of run " + std::to_string(cure->cured) +
+                    ", which cured run " + std::to_string(cure->hung) + "'s hang";
+    }
+    return cand;
+  }
+  return std::nullopt;
+}
+
+// A retry of a failed search run, one at a time: while one is in flight the others wait for its
+// outcome (siblings that failed alike tend to fail alike once retried). Of the
+// runs not yet retried, the one whose retry is expected to beat the leader by the most, if by
+// more than `min_gain`; a retry that cannot beat the leader is ruled out by the estimator.
 std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRetry& retry,
-                                   const sim::Prediction& leader_p) {
+                                   const sim::Prediction& leader_p, double min_gain) {
+  if (retry_in_flight(c.state)) return std::nullopt;
+  std::optional<Candidate> best;
   for (const auto& [id, run] : c.state.runs) {
     if (run.purpose != RunPurpose::kSearch || !run.failed ||
         run.failed->failure_class != retry.failure || h.retried.contains(id)) {
       continue;
     }
-    const Recipe failed = recipe_of(c.state, id, c.baseline);
-    auto layout = sim::decode_layout(c.w, failed);
-    if (!layout.ok()) continue;
-    for (const sim::Layout& value : move_values(c.w, layout.value(), retry.move)) {
-      if (!retry.accept(layout.value(), value)) continue;
-      auto recipe = sim::apply_layout(failed, value);
-      if (!recipe.ok()) continue;
-      auto cand = admissible(c, failed, id, std::move(recipe).value());
-      if (!cand) continue;
-      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
-      if (!p.valid) continue;
-      const CatalogLever* lever = find_lever(c.catalog, retry.lever);
-      cand->lever = retry.lever;
-      cand->mechanism = lever ? lever->mechanism : retry.lever;
-      cand->expected_gain =
-          leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
-      cand->rule = "run " + std::to_string(id) + " " + retry.why;
-      return cand;
+    std::optional<Candidate> cand = retry_of_run(c, retry, id, leader_p);
+    if (cand && cand->expected_gain > min_gain &&
+        (!best || cand->expected_gain > best->expected_gain)) {
+      best = std::move(cand);
     }
   }
-  return std::nullopt;
+  return best;
 }
 
 // A run launched at its parent's full recomputation because its layout fits without it (its rule
@@ -715,7 +789,8 @@ std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader
 // Failed runs are retried before they are ruled out: a hang with one data-parallel overlap fewer
 // (overlapping streams can deadlock), and, rule 5, an out-of-memory layout with its memory
 // savings back.
-std::optional<Candidate> retry_failures(Context& c, const History& h, const Recipe& leader) {
+std::optional<Candidate> retry_failures(Context& c, const History& h, const Recipe& leader,
+                                        double min_gain) {
   const sim::Prediction leader_p = sim::predict_on_stack(c.w, leader, c.stack);
   const FailureRetry hang{FailureClass::kHang, "dp-overlap", "data-parallel-overlap",
                           [](const sim::Layout& failed, const sim::Layout& value) {
@@ -724,15 +799,18 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, const Reci
                           },
                           "hung; overlapping streams can deadlock, so it is retried with one "
                           "data-parallel overlap fewer before it is ruled out"};
-  if (auto cand = retry_one(c, h, hang, leader_p)) return cand;
-  const FailureRetry oom{FailureClass::kOom, "recompute", "recompute",
+  if (auto cand = retry_one(c, h, hang, leader_p, min_gain)) return cand;
+  const FailureRetry oom{FailureClass::kOom,
+                         "recompute",
+                         "recompute",
                          [](const sim::Layout& failed, const sim::Layout& value) {
                            return failed.recompute != sim::RecomputeGranularity::kFull &&
                                   value.recompute == sim::RecomputeGranularity::kFull;
                          },
                          "ran out of memory; rule 5: retried with full recomputation before it "
-                         "is ruled out"};
-  if (auto cand = retry_one(c, h, oom, leader_p)) return cand;
+                         "is ruled out",
+                         true};
+  if (auto cand = retry_one(c, h, oom, leader_p, min_gain)) return cand;
   return relax_planned(c, leader_p);
 }
 
@@ -813,6 +891,36 @@ std::optional<Candidate> retest_winners(Context& c, const Recipe& leader, RunId 
   return std::nullopt;
 }
 
+// The most the estimator expects of the search runs in flight, over the leader: a candidate
+// expected to lose to one of them would most likely be superseded before it could lead, so it
+// waits for them rather than spend GPU-hours beside them. Runs expected not to fit count nothing.
+double in_flight_expected_gain(const Context& c, const Recipe& leader) {
+  const sim::Prediction leader_p = sim::predict_on_stack(c.w, leader, c.stack);
+  if (!leader_p.valid) return 0;
+  double best = 0;
+  for (const auto& [id, run] : c.state.runs) {
+    if (run.purpose != RunPurpose::kSearch || !run.in_flight()) continue;
+    const Recipe recipe = recipe_of(c.state, id, c.baseline);
+    const sim::Prediction p = sim::predict_on_stack(c.w, recipe, c.stack);
+    if (fits(p, c.evidence.memory_margin)) {
+      best = std::max(best, p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1);
+    }
+    // A run launched to be relaxed next (rule 5 in reverse) counts at its plan's end.
+    const auto proposal = c.state.proposals.find(run.proposal_id);
+    auto layout = sim::decode_layout(c.w, recipe);
+    if (proposal == c.state.proposals.end() || !layout.ok() ||
+        proposal->second.hypothesis.mechanism.find(kRelaxPlan) == std::string::npos) {
+      continue;
+    }
+    if (const std::optional<Relaxed> relaxed = fastest_relaxed(c, recipe, layout.value())) {
+      const double gain =
+          relaxed->prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1;
+      best = std::max(best, gain * kOomPlanDiscount);
+    }
+  }
+  return best;
+}
+
 TunerStop stop_with_evidence(const Context& c, const History& h,
                              const std::vector<Candidate>& ranked, RunId leader_id, double band) {
   TunerStop stop;
@@ -862,10 +970,18 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, stack_, leader);
   const History h = history_of(c);
 
-  if (auto cand = retry_failures(c, h, leader)) return to_proposal(c, *cand, h.rules);
+  if (auto cand = retry_failures(c, h, leader, 0.5 * band)) {
+    return to_proposal(c, *cand, h.rules);
+  }
   const std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);
+  // A layout expected to run out of memory waits while a retry is in flight: its own retry would
+  // have to wait for that one's outcome too.
+  const bool retry_pending = retry_in_flight(state);
+  const double pending_gain = in_flight_expected_gain(c, leader);
   for (const Candidate& cand : ranked) {
-    if (std::max(cand.expected_gain, cand.planned_gain) <= 0.5 * band || cand.score <= 0) break;
+    const double gain = std::max(cand.expected_gain, cand.planned_gain);
+    if (gain <= 0.5 * band || cand.score <= 0) break;
+    if ((cand.needs_retry && retry_pending) || gain <= pending_gain + 0.5 * band) continue;
     TunerProposal proposal = to_proposal(c, cand, h.rules);
     // An unclear diagnosis of an unprofiled leader: the run is profiled, to tell the costs apart.
     proposal.profile = !c.diagnosis.clear && !leader_profiled;

@@ -85,6 +85,45 @@ TEST_F(Cli, HelpAndVersionTellTheTruthAndExitZero) {
   }
 }
 
+// The subcommands a --help lists: the first word of each line of its "Subcommands:" section.
+std::vector<std::string> subcommands_in(const std::string& help) {
+  std::vector<std::string> names;
+  std::istringstream lines(help);
+  bool listing = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "Subcommands:") {
+      listing = true;
+    } else if (listing && line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ') {
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    } else if (listing && !line.empty() && line[0] != ' ') {
+      listing = false;
+    }
+  }
+  return names;
+}
+
+// Every command's --help, found by walking the subcommands from the top, fits 100 columns:
+// long descriptions continue under their description column.
+TEST_F(Cli, EveryHelpFitsTheTerminal) {
+  std::vector<std::string> pending = {""};
+  int seen = 0;
+  while (!pending.empty()) {
+    const std::string command = pending.back();
+    pending.pop_back();
+    const Outcome help = attune(command + (command.empty() ? "" : " ") + "--help");
+    ASSERT_EQ(help.exit_code, 0) << command;
+    ++seen;
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_LE(line.size(), 100u) << "attune " << command << " --help: " << line;
+    }
+    for (const std::string& sub : subcommands_in(help.out)) {
+      pending.push_back(command.empty() ? sub : command + " " + sub);
+    }
+  }
+  EXPECT_GT(seen, 30);  // every command, not only the top level
+}
+
 TEST_F(Cli, UnknownCommandsAndMissingOptionsGiveOneLineErrors) {
   for (const char* args : {"frobnicate", "status", "ledger export --db /nonexistent"}) {
     Outcome outcome = attune(args);

@@ -10,6 +10,54 @@
 
 namespace attune::cli {
 
+namespace {
+
+// The column where a help line's description starts: after its first word and two spaces or
+// more; 0 when there is none within 40 columns.
+std::size_t description_column(const std::string& line) {
+  const std::size_t first = line.find_first_not_of(' ');
+  if (first == std::string::npos) return 0;
+  const std::size_t gap = line.find("  ", first);
+  if (gap == std::string::npos) return 0;
+  const std::size_t description = line.find_first_not_of(' ', gap);
+  return description != std::string::npos && description <= 40 ? description : 0;
+}
+
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  std::string make_help(const CLI::App* app, std::string name,
+                        CLI::AppFormatMode mode) const override {
+    return wrap_help(CLI::Formatter::make_help(app, std::move(name), mode), kTerminalWidth);
+  }
+};
+
+}  // namespace
+
+std::string wrap_help(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    if (display_width(line) <= width) {
+      out += line;
+    } else {
+      // wrap_words continues a line at its own indent plus the one given.
+      const std::size_t lead = line.find_first_not_of(' ');
+      const std::size_t column = description_column(line);
+      out += wrap_words(line, width, std::string(column > lead ? column - lead : 0, ' '));
+    }
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+std::shared_ptr<CLI::FormatterBase> help_formatter() {
+  return std::make_shared<WrappingFormatter>();
+}
+
 void add_ledger_options(CLI::App& command, std::string& db, std::optional<std::string>& campaign) {
   command.add_option("--db", db, "Ledger folder (a RocksDB database)")->required();
   command.add_option("--campaign", campaign, "Campaign id (default: the ledger's only campaign)");

@@ -14,7 +14,8 @@
 
 namespace CLI {
 class App;
-}
+class FormatterBase;
+}  // namespace CLI
 
 namespace attune::cli {
 
@@ -26,6 +27,15 @@ constexpr int kExitError = 2;
 
 // What the default terminal output fits.
 constexpr std::size_t kTerminalWidth = 100;
+
+// Help text with every line longer than `width` broken at spaces: a continuation starts under
+// the line's description column (two spaces or more after its first word, within 40 columns),
+// else under its first word.
+std::string wrap_help(const std::string& text, std::size_t width);
+
+// CLI11's help formatter with wrap_help applied at kTerminalWidth; set on the app before its
+// subcommands are added, so that every --help fits the terminal.
+std::shared_ptr<CLI::FormatterBase> help_formatter();
 
 // Prints "attune: MESSAGE" as one line on stderr and returns kExitError.
 int fail(const std::string& message);

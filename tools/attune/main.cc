@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
       "GPU-hour budget, and ships the faster recipe only when a correctness gate proves it "
       "still trains the same objective.",
       "attune"};
+  app.formatter(attune::cli::help_formatter());
   app.set_version_flag("--version", std::string("attune ") + ATTUNE_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);

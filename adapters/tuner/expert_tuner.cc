@@ -645,11 +645,18 @@ struct FailureRetry {
   std::string lever;
   std::function<bool(const sim::Layout& failed, const sim::Layout& value)> accept;
   std::string why;
-  bool carry_hang_cure = false;  // a cure that a hang's retry found is applied to the retry too
+  bool avoid_hung_overlaps = false;  // a retry that would repeat a cured hang is ruled out
 };
 
+bool searched(const RunState& run) {
+  return run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kRetry;
+}
+
+// In flight with no outcome yet (a run is charged after its outcome is recorded).
+bool pending(const RunState& run) { return run.in_flight() && !run.measured && !run.failed; }
+
 // A hang this campaign cured: a search run that hung and its retry (one data-parallel overlap
-// fewer) that then measured.
+// fewer) that then measured, so the overlaps it hung with are known to hang.
 struct HangCure {
   RunId hung = 0;
   RunId cured = 0;
@@ -659,7 +666,7 @@ struct HangCure {
 
 std::optional<HangCure> hang_cure(const Context& c) {
   for (const auto& [id, run] : c.state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.measured) continue;
+    if (!searched(run) || !run.measured) continue;
     const auto proposal = c.state.proposals.find(run.proposal_id);
     if (proposal == c.state.proposals.end()) continue;
     const RunId parent_id = proposal->second.parent_run_id;
@@ -684,7 +691,7 @@ std::optional<HangCure> hang_cure(const Context& c) {
 // retried in turn) is the evidence for the next, so retries go one at a time.
 bool retry_in_flight(const ControlState& state) {
   for (const auto& [id, run] : state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.in_flight()) continue;
+    if (!searched(run) || !pending(run)) continue;
     const auto proposal = state.proposals.find(run.proposal_id);
     if (proposal == state.proposals.end()) continue;
     const RunState* parent = state.run(proposal->second.parent_run_id);
@@ -694,20 +701,21 @@ bool retry_in_flight(const ControlState& state) {
 }
 
 // The retry, by the estimator, of one failed search run that has not been retried: the value of
-// `move` that `accept` takes from the failed layout.
+// `move` that `accept` takes from the failed layout. A retry that would keep the data-parallel
+// overlaps of a run whose hang was cured by dropping one is expected to hang too, and is ruled out
+// without a launch: dropping the overlap as well would change two levers (rule 2).
 std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, RunId id,
                                       const sim::Prediction& leader_p) {
   const Recipe failed = recipe_of(c.state, id, c.baseline);
   auto layout = sim::decode_layout(c.w, failed);
   if (!layout.ok()) return std::nullopt;
-  const std::optional<HangCure> cure = retry.carry_hang_cure ? hang_cure(c) : std::nullopt;
-  for (sim::Layout value : move_values(c.w, layout.value(), retry.move)) {
+  const std::optional<HangCure> cure = retry.avoid_hung_overlaps ? hang_cure(c) : std::nullopt;
+  for (const sim::Layout& value : move_values(c.w, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
-    // The overlaps that hung before would hang again: the retry takes the cure along, and is
-    // judged with it (often no longer expected to beat the leader, so not launched at all).
-    const bool cured = cure && value.overlap_grad_reduce == cure->hung_layout.overlap_grad_reduce &&
-                       value.overlap_param_gather == cure->hung_layout.overlap_param_gather;
-    if (cured) copy_move_fields(value, cure->cured_layout, "dp-overlap");
+    if (cure && value.overlap_grad_reduce == cure->hung_layout.overlap_grad_reduce &&
+        value.overlap_param_gather == cure->hung_layout.overlap_param_gather) {
+      continue;
+    }
     auto recipe = sim::apply_layout(failed, value);
     if (!recipe.ok()) continue;
     auto cand = admissible(c, failed, id, std::move(recipe).value());
@@ -720,19 +728,16 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
     cand->expected_gain =
         leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
     cand->rule = "run " + std::to_string(id) + " " + retry.why;
-    if (cured) {
-      cand->rule += ", with the data-parallel overlaps of run " + std::to_string(cure->cured) +
-                    ", which cured run " + std::to_string(cure->hung) + "'s hang";
-    }
     return cand;
   }
   return std::nullopt;
 }
 
 // A retry of a failed search run, one at a time: while one is in flight the others wait for its
-// outcome (siblings that failed alike tend to fail alike once retried). Of the
-// runs not yet retried, the one whose retry is expected to beat the leader by the most, if by
-// more than `min_gain`; a retry that cannot beat the leader is ruled out by the estimator.
+// outcome (siblings that failed alike tend to fail alike once retried). Of the runs not yet
+// retried, the one whose retry is expected to beat the leader by the most, if by more than
+// `min_gain`; the others are not launched while that holds (asked again at every step). Without
+// a prediction of the leader there is nothing to compare with, and the first retry is taken.
 std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRetry& retry,
                                    const sim::Prediction& leader_p, double min_gain) {
   if (retry_in_flight(c.state)) return std::nullopt;
@@ -743,8 +748,9 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
       continue;
     }
     std::optional<Candidate> cand = retry_of_run(c, retry, id, leader_p);
-    if (cand && cand->expected_gain > min_gain &&
-        (!best || cand->expected_gain > best->expected_gain)) {
+    if (!cand) continue;
+    if (!leader_p.valid) return cand;
+    if (cand->expected_gain > min_gain && (!best || cand->expected_gain > best->expected_gain)) {
       best = std::move(cand);
     }
   }
@@ -754,7 +760,8 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
 // A run launched at its parent's full recomputation because its layout fits without it (its rule
 // reads "rule 5 in reverse: ..."): its recomputation is relaxed next, once, to the fastest that
 // fits, before it is judged.
-std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader_p) {
+std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader_p,
+                                       double min_gain) {
   std::set<RunId> parents;
   for (const auto& [id, proposal] : c.state.proposals) parents.insert(proposal.parent_run_id);
   for (const auto& [id, run] : c.state.runs) {
@@ -779,6 +786,7 @@ std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader
         leader_p.valid
             ? relaxed->prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1
             : 0;
+    if (leader_p.valid && cand->expected_gain <= min_gain) continue;
     cand->rule = "run " + std::to_string(id) + " was launched at full recomputation to be " +
                  "relaxed (" + std::string(kRelaxPlan) + "): the fastest that fits";
     return cand;
@@ -811,7 +819,7 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, const Reci
                          "is ruled out",
                          true};
   if (auto cand = retry_one(c, h, oom, leader_p, min_gain)) return cand;
-  return relax_planned(c, leader_p);
+  return relax_planned(c, leader_p, min_gain);
 }
 
 // Rule 4: probe every parallel degree before the topology counts as exhausted, and count a lever
@@ -899,7 +907,7 @@ double in_flight_expected_gain(const Context& c, const Recipe& leader) {
   if (!leader_p.valid) return 0;
   double best = 0;
   for (const auto& [id, run] : c.state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.in_flight()) continue;
+    if (!searched(run) || !pending(run)) continue;
     const Recipe recipe = recipe_of(c.state, id, c.baseline);
     const sim::Prediction p = sim::predict_on_stack(c.w, recipe, c.stack);
     if (fits(p, c.evidence.memory_margin)) {
@@ -909,7 +917,8 @@ double in_flight_expected_gain(const Context& c, const Recipe& leader) {
     const auto proposal = c.state.proposals.find(run.proposal_id);
     auto layout = sim::decode_layout(c.w, recipe);
     if (proposal == c.state.proposals.end() || !layout.ok() ||
-        proposal->second.hypothesis.mechanism.find(kRelaxPlan) == std::string::npos) {
+        proposal->second.hypothesis.mechanism.find(std::string(kRelaxPlan) + ":") ==
+            std::string::npos) {
       continue;
     }
     if (const std::optional<Relaxed> relaxed = fastest_relaxed(c, recipe, layout.value())) {
@@ -970,14 +979,15 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, stack_, leader);
   const History h = history_of(c);
 
-  if (auto cand = retry_failures(c, h, leader, 0.5 * band)) {
+  // Nothing expected to lose to a run in flight is launched beside it.
+  const double pending_gain = in_flight_expected_gain(c, leader);
+  if (auto cand = retry_failures(c, h, leader, pending_gain + 0.5 * band)) {
     return to_proposal(c, *cand, h.rules);
   }
   const std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);
   // A layout expected to run out of memory waits while a retry is in flight: its own retry would
   // have to wait for that one's outcome too.
   const bool retry_pending = retry_in_flight(state);
-  const double pending_gain = in_flight_expected_gain(c, leader);
   for (const Candidate& cand : ranked) {
     const double gain = std::max(cand.expected_gain, cand.planned_gain);
     if (gain <= 0.5 * band || cand.score <= 0) break;
@@ -987,7 +997,8 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
     proposal.profile = !c.diagnosis.clear && !leader_profiled;
     return proposal;
   }
-  // Nothing expected to clear the band. Wait for runs in flight: they may move the leader.
+  // Nothing expected to clear the band, or only candidates that wait for runs in flight. Wait for
+  // those: they may move the leader.
   if (state.runs_in_flight() > 0) return TunerWait{};
   if (auto probe = probe_unexplored(h, ranked, leader_id)) return to_proposal(c, *probe, h.rules);
   if (auto retest = retest_winners(c, leader, leader_id, band)) {

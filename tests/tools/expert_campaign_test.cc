@@ -385,9 +385,10 @@ TEST_F(ExpertCampaign, ARecomputationAddedToFitIsRelaxedOnceALayoutFitsWithoutIt
 // On GLM-4.5 on slime, rule 5's retries of out-of-memory layouts with full recomputation can hang
 // on the stack's data-parallel overlaps. At this reality seed three such retries used to run side
 // by side and all hung, about 200 GPU-hours. Retries now go one at a time, a retry must be
-// expected to beat the leader, and nothing expected to lose to a run in flight is launched beside
-// it: one hang, and the campaign spends about two thirds of what it did, for the same gain.
-TEST_F(ExpertCampaign, RetriesGoOneAtATimeAndNothingExpectedToLoseRunsBesideThem) {
+// expected to beat the leader and the runs in flight, a retry that would keep overlaps known to
+// hang is ruled out, and nothing expected to lose to a run in flight is launched beside it: one
+// hang, and the campaign spends about two thirds of what it did, for the same gain.
+TEST_F(ExpertCampaign, FailedRunsAreRetriedOneAtATimeAndACuredHangIsNotRepeated) {
   const std::string file = copy_of("glm-4.5-b200x128", true);
   rewrite(file, file, "reality = 0", "reality = 31415");
   // A frozen skill: rules learned by campaigns run before this one would change its path.

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "events/assert.h"
 #include "projections/text_table.h"
 
 #include <algorithm>
@@ -12,9 +13,14 @@ namespace attune::cli {
 
 namespace {
 
-// The column where a help line's description starts: after its first word and two spaces or
-// more; 0 when there is none within 40 columns.
-std::size_t description_column(const std::string& line) {
+// The column where a help line's description starts: the formatter's column when the line's
+// name ends before it (CLI11 pads a name to that column, sometimes with one space only), else
+// after its first word and two spaces or more; 0 when there is none within 40 columns.
+std::size_t description_column(const std::string& line, std::size_t column) {
+  if (line.rfind("  ", 0) == 0 && line.size() > column + 1 && line[2] != ' ' &&
+      line[column - 1] == ' ' && line[column] != ' ') {
+    return column;
+  }
   const std::size_t first = line.find_first_not_of(' ');
   if (first == std::string::npos) return 0;
   const std::size_t gap = line.find("  ", first);
@@ -27,13 +33,15 @@ class WrappingFormatter : public CLI::Formatter {
  public:
   std::string make_help(const CLI::App* app, std::string name,
                         CLI::AppFormatMode mode) const override {
-    return wrap_help(CLI::Formatter::make_help(app, std::move(name), mode), kTerminalWidth);
+    return wrap_help(CLI::Formatter::make_help(app, std::move(name), mode), kTerminalWidth,
+                     get_column_width());
   }
 };
 
 }  // namespace
 
-std::string wrap_help(const std::string& text, std::size_t width) {
+std::string wrap_help(const std::string& text, std::size_t width, std::size_t column) {
+  ATTUNE_ASSERT(width > 40 && column > 2 && column < width, "help wraps at more than 40 columns");
   std::string out;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -45,8 +53,8 @@ std::string wrap_help(const std::string& text, std::size_t width) {
     } else {
       // wrap_words continues a line at its own indent plus the one given.
       const std::size_t lead = line.find_first_not_of(' ');
-      const std::size_t column = description_column(line);
-      out += wrap_words(line, width, std::string(column > lead ? column - lead : 0, ' '));
+      const std::size_t at = description_column(line, column);
+      out += wrap_words(line, width, std::string(at > lead ? at - lead : 0, ' '));
     }
     if (end < text.size()) out += '\n';
     start = end + 1;

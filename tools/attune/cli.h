@@ -28,10 +28,10 @@ constexpr int kExitError = 2;
 // What the default terminal output fits.
 constexpr std::size_t kTerminalWidth = 100;
 
-// Help text with every line longer than `width` broken at spaces: a continuation starts under
-// the line's description column (two spaces or more after its first word, within 40 columns),
-// else under its first word.
-std::string wrap_help(const std::string& text, std::size_t width);
+// Help text with every line longer than `width` (more than 40) broken at spaces: a continuation
+// starts under the line's description column (`column`, where CLI11 starts descriptions, or two
+// spaces or more after its first word, within 40 columns), else under its first word.
+std::string wrap_help(const std::string& text, std::size_t width, std::size_t column);
 
 // CLI11's help formatter with wrap_help applied at kTerminalWidth; set on the app before its
 // subcommands are added, so that every --help fits the terminal.

@@ -1,6 +1,7 @@
 #include "adapters/model/layout.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <string_view>
 
 #include "events/arg_catalog.h"
@@ -1168,9 +1169,18 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
     Status s = set_flag(recipe, flag, value);
     if (!s.ok() && error.empty()) error = s.error();
   };
+  // A default value the base recipe writes out explicitly stays written: dropping it would be a
+  // change of its own.
+  auto written_as = [&](std::string_view flag, double value) {
+    const auto given = base.flags.find(str(flag));
+    if (given == base.flags.end()) return false;
+    char* end = nullptr;
+    const double parsed = std::strtod(given->second.c_str(), &end);
+    return end != given->second.c_str() && *end == '\0' && parsed == value;
+  };
   auto put_int = [&](std::string_view flag, int value, int default_value) {
     if (value == default_value) {
-      remove(flag);
+      if (!written_as(flag, value)) remove(flag);
     } else {
       put(flag, num(value));
     }
@@ -1255,7 +1265,10 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
   put_switch(kCpuOffload, layout.optimizer_cpu_offload);
   put_switch(kOverlapCpuCopies, layout.overlap_cpu_optimizer_d2h_h2d);
   if (layout.optimizer_offload_fraction == d.optimizer_offload_fraction) {
-    remove(kOffloadFraction);
+    if (!layout.optimizer_cpu_offload ||
+        !written_as(kOffloadFraction, d.optimizer_offload_fraction)) {
+      remove(kOffloadFraction);
+    }
   } else {
     put(kOffloadFraction, std::to_string(layout.optimizer_offload_fraction));
   }

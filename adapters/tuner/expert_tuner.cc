@@ -12,6 +12,7 @@
 #include "adapters/model/performance_model.h"
 #include "adapters/model/sweep.h"
 #include "adapters/tuner/learned_rules.h"
+#include "adapters/tuner/micro_batch.h"
 #include "core/lever_groups.h"
 #include "gate/config_check.h"
 
@@ -21,6 +22,8 @@ namespace {
 constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any observation
 // The rule that launches a layout at its parent's full recomputation to relax it next.
 constexpr std::string_view kRelaxPlan = "rule 5 in reverse";
+// A layout launched to take more rows per microbatch at the next step (its gain is in the pair).
+constexpr std::string_view kMicroBatchPlan = "rows per microbatch next";
 constexpr double kOomPlanDiscount = 0.8;  // a layout that needs a rule-5 retry: two launches
 constexpr double kOffDiagnosisConfidence = 0.6;
 constexpr double kUnclearBottleneckRatio = 0.8;  // second cost within this of the first
@@ -268,6 +271,8 @@ void copy_move_fields(sim::Layout& into, const sim::Layout& from, const std::str
     into.overlap_param_gather = from.overlap_param_gather;
   } else if (move == "ep-overlap") {
     into.ep_overlap = from.ep_overlap;
+  } else if (move == "micro-batch") {
+    into.micro_batch_size = from.micro_batch_size;
   }
 }
 
@@ -358,6 +363,16 @@ std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::Layout& 
     sim::Layout l = parent;
     l.ep_overlap = !parent.ep_overlap;
     push(l);
+  } else if (move == "micro-batch") {
+    // Doubled, quadrupled or halved; the layout check keeps the sizes that divide the global
+    // batch, and layer 1 refuses any where the policy freezes the size.
+    for (const int size : {2 * parent.micro_batch_size, 4 * parent.micro_batch_size,
+                           parent.micro_batch_size % 2 == 0 ? parent.micro_batch_size / 2 : 0}) {
+      if (size <= 0) continue;
+      sim::Layout l = parent;
+      l.micro_batch_size = size;
+      push(l);
+    }
   }
   return out;
 }
@@ -374,6 +389,7 @@ struct Context {
   ExpertDiagnosis diagnosis;
   std::vector<LearnedRule> learned;                           // read when the campaign opened
   std::map<std::string, sim::SweepResult>* sweeps = nullptr;  // by recipe hash
+  bool micro_batch_free = false;  // the policy lets the rows per microbatch change
 };
 
 // The layout sweep around `recipe` (a pure function of it, so kept across answers).
@@ -397,17 +413,18 @@ Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
   return result;
 }
 
-// The fastest recomputation lighter than full for `layout` (its recipe built on `from`) that the
-// policy allows and that fits with the campaign's memory margin.
+// The fastest value of `move` for `layout` (its recipe built on `from`) that `accept` takes, the
+// policy allows and fits with the campaign's memory margin.
 struct Relaxed {
   Recipe recipe;
   sim::Prediction prediction;
 };
-std::optional<Relaxed> fastest_relaxed(const Context& c, const Recipe& from,
-                                       const sim::Layout& layout) {
+std::optional<Relaxed> fastest_value(const Context& c, const Recipe& from,
+                                     const sim::Layout& layout, const std::string& move,
+                                     const std::function<bool(const sim::Layout&)>& accept) {
   std::optional<Relaxed> best;
-  for (const sim::Layout& value : move_values(c.w, layout, "recompute")) {
-    if (value.recompute == sim::RecomputeGranularity::kFull) continue;
+  for (const sim::Layout& value : move_values(c.w, layout, move)) {
+    if (!accept(value)) continue;
     auto recipe = sim::apply_layout(from, value);
     if (!recipe.ok() || !check_config(c.policy, c.baseline, recipe.value()).allowed) continue;
     const sim::Prediction p = sim::predict_on_stack(c.w, recipe.value(), c.stack);
@@ -416,6 +433,36 @@ std::optional<Relaxed> fastest_relaxed(const Context& c, const Recipe& from,
     best = Relaxed{std::move(recipe).value(), p};
   }
   return best;
+}
+
+// The fastest recomputation lighter than full that fits.
+std::optional<Relaxed> fastest_relaxed(const Context& c, const Recipe& from,
+                                       const sim::Layout& layout) {
+  return fastest_value(c, from, layout, "recompute", [](const sim::Layout& value) {
+    return value.recompute != sim::RecomputeGranularity::kFull;
+  });
+}
+
+// The planned next step of a run launched as the first half of a plan (its mechanism names the
+// plan), with the lever that takes it: nullopt for a run that is no plan's first half.
+struct PlannedStep {
+  Relaxed next;
+  std::string lever;
+  std::string_view plan;
+};
+std::optional<PlannedStep> planned_step(const Context& c, const std::string& mechanism,
+                                        const Recipe& planned, const sim::Layout& layout) {
+  if (mechanism.find(std::string(kRelaxPlan) + ":") != std::string::npos) {
+    if (auto relaxed = fastest_relaxed(c, planned, layout)) {
+      return PlannedStep{std::move(*relaxed), "recompute", kRelaxPlan};
+    }
+  } else if (mechanism.find(std::string(kMicroBatchPlan) + ":") != std::string::npos) {
+    auto more = fastest_value(c, planned, layout, "micro-batch", [&](const sim::Layout& value) {
+      return value.micro_batch_size > layout.micro_batch_size;
+    });
+    if (more) return PlannedStep{std::move(*more), "rows-per-microbatch", kMicroBatchPlan};
+  }
+  return std::nullopt;
 }
 
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
@@ -496,6 +543,17 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     if (!relaxed) return std::nullopt;
     return relaxed->prediction.tokens_per_s_per_gpu / base - 1;
   };
+  // A layout's gain over the parent once it takes more rows per microbatch, where the policy
+  // lets them change: the pair is a plan of two launches.
+  auto micro_batch_gain = [&](const Recipe& recipe,
+                              const sim::Layout& layout) -> std::optional<double> {
+    if (!c.micro_batch_free) return std::nullopt;
+    auto more = fastest_value(c, recipe, layout, "micro-batch", [&](const sim::Layout& value) {
+      return value.micro_batch_size > layout.micro_batch_size;
+    });
+    if (!more) return std::nullopt;
+    return more->prediction.tokens_per_s_per_gpu / base - 1;
+  };
   auto add_layout = [&](const sim::SweepEntry& entry, bool needs_retry) {
     sim::Layout layout = entry.layout.layout;
     if (needs_retry) copy_move_fields(layout, decoded_parent.value(), "recompute");
@@ -521,6 +579,18 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
                                "a retry with full recomputation follows"
                              : "";
     const std::optional<double> relaxed = needs_retry ? std::nullopt : relaxed_gain(layout);
+    const std::optional<double> more_rows =
+        needs_retry ? std::nullopt : micro_batch_gain(cand->recipe, layout);
+    if (more_rows && *more_rows * kOomPlanDiscount > cand->expected_gain &&
+        (!relaxed || *more_rows > *relaxed)) {
+      cand->planned_gain = *more_rows * kOomPlanDiscount;
+      cand->score = cand->planned_gain * confidence_of(c, lever, "");
+      cand->rule = std::string(kMicroBatchPlan) + ": this layout at more rows per microbatch (" +
+                   percent(*more_rows) +
+                   " over the parent); the rows-per-microbatch lever takes it next";
+      out.push_back(std::move(*cand));
+      return;
+    }
     if (relaxed && *relaxed * kOomPlanDiscount > cand->expected_gain) {
       cand->planned_gain = *relaxed * kOomPlanDiscount;
       cand->score = cand->planned_gain * confidence_of(c, lever, "");
@@ -551,14 +621,30 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
       if (!recipe.ok()) continue;
       auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
       if (!cand) continue;
-      const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
-      if (!p.valid || !fits(p, c.evidence.memory_margin)) continue;
+      sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
+      if (!p.valid) continue;
+      if (!fits(p, c.evidence.memory_margin)) {
+        // More rows per microbatch cost memory only: one that fits with full recomputation is
+        // launched as it is, expected to run out of memory, then retried with it (rule 5).
+        if (move != "micro-batch" || fits(p, 0.0)) continue;
+        sim::Layout saved_value = value;
+        copy_move_fields(saved_value, with_full, "recompute");
+        auto saved_recipe = sim::apply_layout(parent_recipe, saved_value);
+        if (!saved_recipe.ok()) continue;
+        p = sim::predict_on_stack(c.w, saved_recipe.value(), c.stack);
+        if (!fits(p, c.evidence.memory_margin)) continue;
+        cand->needs_retry = true;
+        cand->rule =
+            "rule 5: expected out of memory at the parent's recomputation; a retry with full "
+            "recomputation follows";
+      }
       const CatalogLever* lever = levers.front();
       cand->lever = lever->name;
       cand->mechanism = lever->mechanism;
       cand->expected_gain = p.tokens_per_s_per_gpu / base - 1;
-      cand->score =
-          cand->expected_gain * confidence_of(c, lever, change_words(parent_recipe, cand->recipe));
+      cand->score = cand->expected_gain *
+                    confidence_of(c, lever, change_words(parent_recipe, cand->recipe)) *
+                    (cand->needs_retry ? kOomPlanDiscount : 1.0);
       out.push_back(std::move(*cand));
     }
   }
@@ -757,38 +843,37 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
   return best;
 }
 
-// A run launched at its parent's full recomputation because its layout fits without it (its rule
-// reads "rule 5 in reverse: ..."): its recomputation is relaxed next, once, to the fastest that
-// fits, before it is judged.
-std::optional<Candidate> relax_planned(Context& c, const sim::Prediction& leader_p,
-                                       double min_gain) {
+// A run launched as the first half of a plan takes its planned step next, once, before it is
+// judged: a layout launched at its parent's full recomputation because it fits without it ("rule
+// 5 in reverse: ...") has its recomputation relaxed to the fastest that fits; a layout launched
+// for more rows per microbatch ("rows per microbatch next: ...") takes the fastest larger size
+// that fits.
+std::optional<Candidate> follow_plans(Context& c, const sim::Prediction& leader_p,
+                                      double min_gain) {
   std::set<RunId> parents;
   for (const auto& [id, proposal] : c.state.proposals) parents.insert(proposal.parent_run_id);
   for (const auto& [id, run] : c.state.runs) {
     if (run.purpose != RunPurpose::kSearch || !run.measured || parents.contains(id)) continue;
     const auto proposal = c.state.proposals.find(run.proposal_id);
-    if (proposal == c.state.proposals.end() ||
-        proposal->second.hypothesis.mechanism.find(std::string(kRelaxPlan) + ":") ==
-            std::string::npos) {
-      continue;
-    }
+    if (proposal == c.state.proposals.end()) continue;
     const Recipe planned = recipe_of(c.state, id, c.baseline);
     auto layout = sim::decode_layout(c.w, planned);
     if (!layout.ok()) continue;
-    std::optional<Relaxed> relaxed = fastest_relaxed(c, planned, layout.value());
-    if (!relaxed) continue;
-    auto cand = admissible(c, planned, id, std::move(relaxed->recipe));
+    std::optional<PlannedStep> step =
+        planned_step(c, proposal->second.hypothesis.mechanism, planned, layout.value());
+    if (!step) continue;
+    auto cand = admissible(c, planned, id, std::move(step->next.recipe));
     if (!cand) continue;
-    const CatalogLever* lever = find_lever(c.catalog, "recompute");
-    cand->lever = "recompute";
-    cand->mechanism = lever ? lever->mechanism : "recompute";
+    const CatalogLever* lever = find_lever(c.catalog, step->lever);
+    cand->lever = step->lever;
+    cand->mechanism = lever ? lever->mechanism : step->lever;
     cand->expected_gain =
         leader_p.valid
-            ? relaxed->prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1
+            ? step->next.prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1
             : 0;
     if (leader_p.valid && cand->expected_gain <= min_gain) continue;
-    cand->rule = "run " + std::to_string(id) + " was launched at full recomputation to be " +
-                 "relaxed (" + std::string(kRelaxPlan) + "): the fastest that fits";
+    cand->rule = "run " + std::to_string(id) + " was launched to take this step next (" +
+                 std::string(step->plan) + "): the fastest that fits";
     return cand;
   }
   return std::nullopt;
@@ -819,7 +904,7 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, const Reci
                          "is ruled out",
                          true};
   if (auto cand = retry_one(c, h, oom, leader_p, min_gain)) return cand;
-  return relax_planned(c, leader_p, min_gain);
+  return follow_plans(c, leader_p, min_gain);
 }
 
 // Rule 4: probe every parallel degree before the topology counts as exhausted, and count a lever
@@ -913,17 +998,14 @@ double in_flight_expected_gain(const Context& c, const Recipe& leader) {
     if (fits(p, c.evidence.memory_margin)) {
       best = std::max(best, p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1);
     }
-    // A run launched to be relaxed next (rule 5 in reverse) counts at its plan's end.
+    // A run launched as the first half of a plan counts at the plan's end.
     const auto proposal = c.state.proposals.find(run.proposal_id);
     auto layout = sim::decode_layout(c.w, recipe);
-    if (proposal == c.state.proposals.end() || !layout.ok() ||
-        proposal->second.hypothesis.mechanism.find(std::string(kRelaxPlan) + ":") ==
-            std::string::npos) {
-      continue;
-    }
-    if (const std::optional<Relaxed> relaxed = fastest_relaxed(c, recipe, layout.value())) {
+    if (proposal == c.state.proposals.end() || !layout.ok()) continue;
+    if (const std::optional<PlannedStep> step =
+            planned_step(c, proposal->second.hypothesis.mechanism, recipe, layout.value())) {
       const double gain =
-          relaxed->prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1;
+          step->next.prediction.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1;
       best = std::max(best, gain * kOomPlanDiscount);
     }
   }
@@ -961,6 +1043,7 @@ ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog cat
 TunerAnswer ExpertTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
   Context c{workload_, stack_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}, &sweeps_};
+  c.micro_batch_free = !free_micro_batch_sizes(policy_, view.baseline).empty();
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, stack_, state, view.baseline);

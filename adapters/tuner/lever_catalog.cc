@@ -38,8 +38,8 @@ std::vector<const CatalogLever*> LeverCatalog::of_move(std::string_view move) co
 
 const std::vector<std::string>& known_moves() {
   static const std::vector<std::string> moves = {
-      "layout",      "recompute",       "dispatcher", "optimizer-offload",
-      "cuda-graphs", "tp-comm-overlap", "dp-overlap", "ep-overlap"};
+      "layout",          "recompute",  "dispatcher", "optimizer-offload", "cuda-graphs",
+      "tp-comm-overlap", "dp-overlap", "ep-overlap", "micro-batch"};
   return moves;
 }
 

@@ -24,10 +24,11 @@ std::vector<int> powers_of_two_up_to(int limit) {
 
 // One lever of `layout` redrawn; returns the lever's name.
 std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload,
-                             sim::Layout& layout) {
+                             const std::vector<int>& micro_batch_sizes, sim::Layout& layout) {
   const bool moe = workload.model.num_experts > 0;
   std::vector<std::string> levers = {"parallel-layout", "recompute", "optimizer-offload"};
   if (moe) levers.push_back("moe-dispatcher");
+  if (!micro_batch_sizes.empty()) levers.push_back("micro-batch");
   const std::string lever = pick(rng, levers);
   if (lever == "parallel-layout") {
     const int nvlink_gpus = workload.hardware.nvlink_domain_gpus;
@@ -56,6 +57,8 @@ std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload
     layout.dispatcher = choice == 0   ? sim::Dispatcher::kAlltoall
                         : choice == 1 ? sim::Dispatcher::kAllgather
                                       : sim::Dispatcher::kFlex;
+  } else if (lever == "micro-batch") {
+    layout.micro_batch_size = pick(rng, micro_batch_sizes);
   } else {
     layout.optimizer_cpu_offload = !layout.optimizer_cpu_offload;
   }
@@ -64,8 +67,11 @@ std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload
 
 }  // namespace
 
-RandomTuner::RandomTuner(sim::Workload workload, std::uint64_t seed)
-    : workload_(std::move(workload)), seed_(seed) {}
+RandomTuner::RandomTuner(sim::Workload workload, std::uint64_t seed,
+                         std::vector<int> micro_batch_sizes)
+    : workload_(std::move(workload)),
+      seed_(seed),
+      micro_batch_sizes_(std::move(micro_batch_sizes)) {}
 
 TunerAnswer RandomTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
@@ -92,7 +98,7 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
     auto layout = sim::decode_layout(workload_, parent.value());
     if (!layout.ok()) continue;
     sim::Layout drawn = layout.value();
-    const std::string lever = redraw_one_lever(rng, workload_, drawn);
+    const std::string lever = redraw_one_lever(rng, workload_, micro_batch_sizes_, drawn);
     auto candidate = sim::apply_layout(parent.value(), drawn);
     if (!candidate.ok()) continue;
     // Rendering a layout can touch settings of another lever (defaults made explicit or

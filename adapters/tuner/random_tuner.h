@@ -1,7 +1,8 @@
 // RandomTuner: uniform random search under the control plane's rules, the black-box baseline.
 //
 // Each answer changes ONE lever of a parent recipe (the leader, or now and then another measured
-// run): the coupled parallel layout, recomputation, the MoE dispatcher, or CPU optimizer offload.
+// run): the coupled parallel layout, recomputation, the MoE dispatcher, CPU optimizer offload, or
+// the rows per microbatch where the policy lets them change (adapters/tuner/micro_batch.h).
 // Values are drawn uniformly from a frozen space of objective-preserving settings. A draw the
 // estimator finds invalid (divisibility, layer counts, Megatron's start-up checks) is scored zero
 // without launching, and a recipe already run or proposed is drawn again. The draw is a function
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "adapters/model/workload.h"
 #include "core/ports.h"
@@ -20,7 +22,7 @@ inline constexpr int kRandomDrawsPerAnswerMax = 400;
 
 class RandomTuner final : public Tuner {
  public:
-  RandomTuner(sim::Workload workload, std::uint64_t seed);
+  RandomTuner(sim::Workload workload, std::uint64_t seed, std::vector<int> micro_batch_sizes = {});
   std::string name() const override { return "random"; }
   TunerAnswer next(const TunerView& view) override;
   std::optional<double> prune_below_leader_fraction() const override { return 0.90; }
@@ -28,6 +30,7 @@ class RandomTuner final : public Tuner {
  private:
   sim::Workload workload_;
   std::uint64_t seed_;
+  std::vector<int> micro_batch_sizes_;  // empty: the parent's only
 };
 
 }  // namespace attune

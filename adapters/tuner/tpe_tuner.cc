@@ -147,7 +147,8 @@ std::vector<int> powers_of_two(int limit) {
 }
 
 // The frozen space of objective-preserving knobs for this workload and baseline.
-json search_space(const sim::Workload& w, const sim::Layout& baseline) {
+json search_space(const sim::Workload& w, const sim::Layout& baseline,
+                  const std::vector<int>& micro_batch_sizes) {
   const bool moe = w.model.num_experts > 0;
   json space;
   space["tp"] = powers_of_two(std::max(1, std::min(8, w.hardware.nvlink_domain_gpus)));
@@ -160,6 +161,7 @@ json search_space(const sim::Workload& w, const sim::Layout& baseline) {
     space["dispatcher"] = std::vector<std::string>{"alltoall", "allgather", "flex"};
   }
   if (baseline.optimizer_cpu_offload) space["offload"] = std::vector<int>{0, 1};
+  if (!micro_batch_sizes.empty()) space["mbs"] = micro_batch_sizes;
   return space;
 }
 
@@ -176,6 +178,7 @@ json params_of(const sim::Workload& w, const sim::Layout& l, const json& space) 
     p["dispatcher"] = dispatcher_name(l.dispatcher);
   }
   if (space.contains("offload")) p["offload"] = l.optimizer_cpu_offload ? 1 : 0;
+  if (space.contains("mbs")) p["mbs"] = l.micro_batch_size;
   return p;
 }
 
@@ -221,6 +224,7 @@ sim::Layout layout_at(const sim::Layout& baseline, const json& p) {
     l.flex_backend = sim::FlexBackend::kDeepep;
   }
   if (p.contains("offload")) l.optimizer_cpu_offload = p["offload"].get<int>() == 1;
+  if (p.contains("mbs")) l.micro_batch_size = p["mbs"].get<int>();
   return l;
 }
 
@@ -242,9 +246,10 @@ double memory_prefilter_margin(const sim::Workload& workload, const Recipe& base
 }
 
 TpeTuner::TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python,
-                   bool memory_prefilter)
+                   bool memory_prefilter, std::vector<int> micro_batch_sizes)
     : workload_(std::move(workload)),
       seed_(seed),
+      micro_batch_sizes_(std::move(micro_batch_sizes)),
       python_(std::move(python)),
       memory_prefilter_(memory_prefilter) {}
 
@@ -260,7 +265,7 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
   };
   auto baseline_layout = sim::decode_layout(workload_, view.baseline);
   if (!baseline_layout.ok()) return stop("the baseline's layout: " + baseline_layout.error());
-  const json space = search_space(workload_, baseline_layout.value());
+  const json space = search_space(workload_, baseline_layout.value(), micro_batch_sizes_);
   const double margin =
       memory_prefilter_ ? memory_prefilter_margin(workload_, view.baseline, state) : 0;
   // Feasible, and past the pre-filter where there is one.

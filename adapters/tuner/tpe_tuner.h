@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/model/workload.h"
 #include "core/ports.h"
@@ -45,9 +46,10 @@ class TpeBridge;
 class TpeTuner final : public Tuner {
  public:
   // `python` runs the bridge (default "/usr/bin/python3"); `memory_prefilter` makes it
-  // "tpe-prefilter".
+  // "tpe-prefilter"; `micro_batch_sizes` (adapters/tuner/micro_batch.h) join the space when
+  // the policy lets the microbatch size change.
   TpeTuner(sim::Workload workload, std::uint64_t seed, std::string python = "/usr/bin/python3",
-           bool memory_prefilter = false);
+           bool memory_prefilter = false, std::vector<int> micro_batch_sizes = {});
   ~TpeTuner() override;
   std::string name() const override { return memory_prefilter_ ? "tpe-prefilter" : "tpe"; }
   TunerAnswer next(const TunerView& view) override;
@@ -58,6 +60,7 @@ class TpeTuner final : public Tuner {
  private:
   sim::Workload workload_;
   std::uint64_t seed_;
+  std::vector<int> micro_batch_sizes_;
   std::string python_;
   bool memory_prefilter_ = false;
   std::unique_ptr<TpeBridge> bridge_;

@@ -433,6 +433,54 @@ TEST_F(ExpertCampaign, FailedRunsAreRetriedOneAtATimeAndACuredHangIsNotRepeated)
       << summary.dump();
 }
 
+// MiniMax-M2's policy lets the rows per microbatch change (its routing has no per-microbatch
+// load-balancing loss). A deeper pipeline at one row is slower than the shallow leader, but takes
+// two rows where the shallow one runs out of memory: the expert launches the layout as the first
+// half of that plan and takes the rows next, as the paper's MiniMax-M2 campaigns did (a deeper
+// pipeline, TP 1, more rows per microbatch).
+TEST_F(ExpertCampaign, MoreRowsPerMicrobatchArePlannedWhereThePolicyAllowsThem) {
+  std::vector<nlohmann::json> events;
+  const nlohmann::json summary = run_example("minimax-m2-b200x64", events);
+  ASSERT_FALSE(summary.is_null());
+  ASSERT_FALSE(summary["shipped"]["is_baseline"].get<bool>()) << summary.dump();
+  const std::string shipped = summary["shipped"]["recipe"].get<std::string>();
+  EXPECT_NE(shipped.find("--micro-batch-size 2"), std::string::npos) << shipped;
+  std::map<std::int64_t, std::int64_t> run_of_proposal;
+  for (const auto& e : of_type(events, "LaunchAdmitted")) {
+    run_of_proposal[e["body"]["proposal_id"].get<std::int64_t>()] =
+        e["body"]["run_id"].get<std::int64_t>();
+  }
+  std::set<std::int64_t> planned;
+  int followed = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    if (mechanism.find("rows per microbatch next:") != std::string::npos) {
+      planned.insert(run_of_proposal[e["body"]["proposal_id"].get<std::int64_t>()]);
+    } else if (mechanism.find("(rows per microbatch next)") != std::string::npos) {
+      ++followed;
+      EXPECT_TRUE(planned.contains(e["body"]["parent_run_id"].get<std::int64_t>())) << mechanism;
+      EXPECT_EQ(mechanism.rfind("rows-per-microbatch:", 0), 0u) << mechanism;
+    }
+  }
+  EXPECT_GT(planned.size(), 0u);
+  EXPECT_GT(followed, 0);
+}
+
+// GLM-4.5 freezes one row per microbatch: no proposal changes it.
+TEST_F(ExpertCampaign, RowsPerMicrobatchStayWhereThePolicyFreezesThem) {
+  std::vector<nlohmann::json> events;
+  const nlohmann::json summary = run_example("glm-4.5-b200x128", events);
+  ASSERT_FALSE(summary.is_null());
+  int proposals = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    ++proposals;
+    for (const auto& change : e["body"]["diff"]) {
+      EXPECT_NE(change["name"], "--micro-batch-size") << e.dump();
+    }
+  }
+  EXPECT_GT(proposals, 10);
+}
+
 TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
   const std::string file = demo_with_tuner(root_, "expert");
   int code = -1;

@@ -14,6 +14,7 @@
 #include "adapters/tuner/expert_tuner.h"
 #include "adapters/tuner/learned_rules.h"
 #include "adapters/tuner/llm/llm_tuner.h"
+#include "adapters/tuner/micro_batch.h"
 #include "adapters/tuner/random_tuner.h"
 #include "adapters/tuner/tpe_tuner.h"
 #include "adapters/world/sim_launcher.h"
@@ -221,10 +222,12 @@ Status CampaignSession::build_tuner(const CampaignOpened& opened) {
   if (opened.tuner == "external") {
     tuner_ = std::make_unique<agent::ExternalTuner>();
   } else if (opened.tuner == "random") {
-    tuner_ = std::make_unique<RandomTuner>(workload_, opened.seed);
+    tuner_ = std::make_unique<RandomTuner>(workload_, opened.seed,
+                                           free_micro_batch_sizes(policy_, baseline_));
   } else if (opened.tuner == "tpe" || opened.tuner == "tpe-prefilter") {
     tuner_ = std::make_unique<TpeTuner>(workload_, opened.seed, "/usr/bin/python3",
-                                        opened.tuner == "tpe-prefilter");
+                                        opened.tuner == "tpe-prefilter",
+                                        free_micro_batch_sizes(policy_, baseline_));
   } else if (opened.tuner == "expert") {
     tuner_ = std::make_unique<ExpertTuner>(workload_, policy_, builtin_lever_catalog(), stack_);
   } else if (opened.tuner == "llm") {

@@ -29,6 +29,7 @@
 #include "adapters/model/presets.h"
 #include "adapters/model/stack_profile.h"
 #include "adapters/model/sweep.h"
+#include "adapters/tuner/micro_batch.h"
 #include "adapters/world/sim_job.h"
 #include "adapters/world/world.h"
 #include "core/campaign_file.h"
@@ -312,6 +313,8 @@ std::vector<std::string> oracle_recipes(const Setup& setup, const CampaignSpec& 
   sweep_options.admit = [&](const Recipe& recipe) {
     return check_config(setup.policy, spec.baseline, recipe).allowed;
   };
+  // An upper bound tries every lever the policy allows, the rows per microbatch included.
+  sweep_options.micro_batch_sizes = free_micro_batch_sizes(setup.policy, spec.baseline);
   auto oracle = sim::sweep(setup.workload, spec.baseline, sweep_options);
   std::vector<std::string> hashes;
   if (!oracle.ok()) return hashes;

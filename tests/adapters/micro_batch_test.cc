@@ -1,0 +1,78 @@
+// Rows per microbatch as a lever: free only where the policy lets --micro-batch-size change
+// (MiniMax-M2, whose routing has no per-microbatch load-balancing loss), and then drawn by the
+// random search as a lever of its own.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "adapters/model/presets.h"
+#include "adapters/tuner/micro_batch.h"
+#include "adapters/tuner/random_tuner.h"
+#include "core/campaign_file.h"
+#include "core/control_state.h"
+#include "gate/policy.h"
+
+namespace attune {
+namespace {
+
+struct Example {
+  CampaignSpec spec;
+  Policy policy;
+};
+
+Example example(const std::string& name) {
+  auto spec = parse_campaign_file(std::string(ATTUNE_SOURCE_DIR) + "/examples/" + name + ".toml");
+  EXPECT_TRUE(spec.ok()) << spec.error();
+  auto policy = parse_policy(spec->policy_bytes, spec->policy_path);
+  EXPECT_TRUE(policy.ok()) << policy.error();
+  return Example{spec.value(), policy.value()};
+}
+
+TEST(MicroBatch, FreeOnlyWhereThePolicyLetsItChange) {
+  const Example minimax = example("minimax-m2-b200x64");
+  EXPECT_EQ(free_micro_batch_sizes(minimax.policy, minimax.spec.baseline),
+            (std::vector<int>{1, 2, 4, 8}));
+  // GLM-4.5 and Mixtral-8x22B freeze one row per microbatch; Llama-3.1-405B's policy keeps the
+  // base table's numeric class.
+  for (const char* name :
+       {"glm-4.5-b200x128", "mixtral-8x22b-h100x128", "llama3.1-405b-b200x128"}) {
+    const Example frozen = example(name);
+    EXPECT_TRUE(free_micro_batch_sizes(frozen.policy, frozen.spec.baseline).empty()) << name;
+  }
+  Recipe without = minimax.spec.baseline;
+  ASSERT_TRUE(remove_flag(without, "--micro-batch-size").ok());
+  EXPECT_TRUE(free_micro_batch_sizes(minimax.policy, without).empty());
+}
+
+// Proposals, over 40 seeds, that change the microbatch size and nothing else.
+int micro_batch_draws(const std::vector<int>& sizes) {
+  const Example minimax = example("minimax-m2-b200x64");
+  auto workload = sim::load_workload(minimax.spec.model, minimax.spec.hardware, 64, 4096, 1024,
+                                     sim::Precision::kBf16);
+  EXPECT_TRUE(workload.ok()) << workload.error();
+  ControlState state;
+  Envelope opened;
+  opened.sequence = 1;
+  opened.campaign_id = "c";
+  opened.body = campaign_opened(minimax.spec);
+  evolve(state, opened);
+  int draws = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    RandomTuner tuner(workload.value(), seed, sizes);
+    const TunerAnswer answer = tuner.next(TunerView{state, minimax.spec.baseline, 0});
+    const auto* proposal = std::get_if<TunerProposal>(&answer);
+    if (proposal == nullptr) continue;
+    const std::vector<SettingChange> diff = diff_recipes(minimax.spec.baseline, proposal->recipe);
+    draws += diff.size() == 1 && diff[0].name == "--micro-batch-size" ? 1 : 0;
+  }
+  return draws;
+}
+
+TEST(MicroBatch, RandomSearchDrawsItOnlyWhenFree) {
+  EXPECT_GT(micro_batch_draws({1, 2, 4, 8}), 0);
+  EXPECT_EQ(micro_batch_draws({}), 0);
+}
+
+}  // namespace
+}  // namespace attune

@@ -1169,8 +1169,8 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
     Status s = set_flag(recipe, flag, value);
     if (!s.ok() && error.empty()) error = s.error();
   };
-  // A default value the base recipe writes out explicitly stays written: dropping it would be a
-  // change of its own.
+  // The offload fraction the base recipe writes out at its default stays written while the
+  // offload does: dropping it would be a change of the offload lever beside any other.
   auto written_as = [&](std::string_view flag, double value) {
     const auto given = base.flags.find(str(flag));
     if (given == base.flags.end()) return false;
@@ -1180,7 +1180,7 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
   };
   auto put_int = [&](std::string_view flag, int value, int default_value) {
     if (value == default_value) {
-      if (!written_as(flag, value)) remove(flag);
+      remove(flag);
     } else {
       put(flag, num(value));
     }

@@ -24,7 +24,7 @@ constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any obser
 constexpr std::string_view kRelaxPlan = "rule 5 in reverse";
 // A layout launched to take more rows per microbatch at the next step (its gain is in the pair).
 constexpr std::string_view kMicroBatchPlan = "rows per microbatch next";
-constexpr double kOomPlanDiscount = 0.8;  // a layout that needs a rule-5 retry: two launches
+constexpr double kOomPlanDiscount = 0.8;  // a plan of two launches (a rule-5 retry, a next step)
 constexpr double kOffDiagnosisConfidence = 0.6;
 constexpr double kUnclearBottleneckRatio = 0.8;  // second cost within this of the first
 constexpr int kLayoutCandidatesMax = 60;
@@ -39,7 +39,7 @@ struct Candidate {
   double expected_gain = 0;       // over the parent, by the estimator
   double score = 0;               // expected gain x confidence
   bool needs_retry = false;       // rule 5: expected to run out of memory, then retried
-  double planned_gain = 0;        // over the parent after the planned next step (rule 5 reversed)
+  double planned_gain = 0;        // over the parent after the planned next step (a plan's pair)
   std::string rule;               // which rule put it forward
   std::set<std::string> degrees;  // parallel degrees it changes: TP PP EP CP DP
 };
@@ -389,8 +389,15 @@ struct Context {
   ExpertDiagnosis diagnosis;
   std::vector<LearnedRule> learned;                           // read when the campaign opened
   std::map<std::string, sim::SweepResult>* sweeps = nullptr;  // by recipe hash
-  bool micro_batch_free = false;  // the policy lets the rows per microbatch change
+  std::vector<int> micro_batch_sizes = {};  // the sizes the policy frees (empty: none)
 };
+
+// A value of `move` outside what the campaign may try: a microbatch size the policy does not free
+// (the oracle and the black-box searches try the same set).
+bool out_of_bounds(const Context& c, const std::string& move, const sim::Layout& value) {
+  return move == "micro-batch" && std::find(c.micro_batch_sizes.begin(), c.micro_batch_sizes.end(),
+                                            value.micro_batch_size) == c.micro_batch_sizes.end();
+}
 
 // The layout sweep around `recipe` (a pure function of it, so kept across answers).
 Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
@@ -424,7 +431,7 @@ std::optional<Relaxed> fastest_value(const Context& c, const Recipe& from,
                                      const std::function<bool(const sim::Layout&)>& accept) {
   std::optional<Relaxed> best;
   for (const sim::Layout& value : move_values(c.w, layout, move)) {
-    if (!accept(value)) continue;
+    if (!accept(value) || out_of_bounds(c, move, value)) continue;
     auto recipe = sim::apply_layout(from, value);
     if (!recipe.ok() || !check_config(c.policy, c.baseline, recipe.value()).allowed) continue;
     const sim::Prediction p = sim::predict_on_stack(c.w, recipe.value(), c.stack);
@@ -498,6 +505,54 @@ double confidence_of(const Context& c, const CatalogLever* lever, const std::str
 }
 
 // Every admissible single-lever candidate from `parent`, scored by the estimator.
+// Candidates of every non-layout move of the catalog from `parent` (decoded as `parent_layout`,
+// predicted at `base` tokens/s/GPU), appended to `out`. A microbatch size that only fits with full
+// recomputation (`with_full`: the parent at full recomputation) is launched as it is, expected
+// to run out of memory, then retried with it (rule 5).
+void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
+                     const sim::Layout& parent_layout, const sim::Layout& with_full, double base,
+                     std::vector<Candidate>& out) {
+  std::set<std::string> moves;
+  for (const CatalogLever& lever : c.catalog.levers) {
+    if (lever.move != "layout") moves.insert(lever.move);
+  }
+  for (const std::string& move : moves) {
+    const std::vector<const CatalogLever*> levers = c.catalog.of_move(move);
+    for (const sim::Layout& value : move_values(c.w, parent_layout, move)) {
+      if (out_of_bounds(c, move, value)) continue;
+      auto recipe = sim::apply_layout(parent_recipe, value);
+      if (!recipe.ok()) continue;
+      auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
+      if (!cand) continue;
+      sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
+      if (!p.valid) continue;
+      if (!fits(p, c.evidence.memory_margin)) {
+        // More rows per microbatch cost memory only: one that fits with full recomputation is
+        // launched as it is, expected to run out of memory, then retried with it (rule 5).
+        if (move != "micro-batch" || fits(p, 0.0)) continue;
+        sim::Layout saved_value = value;
+        copy_move_fields(saved_value, with_full, "recompute");
+        auto saved_recipe = sim::apply_layout(parent_recipe, saved_value);
+        if (!saved_recipe.ok()) continue;
+        p = sim::predict_on_stack(c.w, saved_recipe.value(), c.stack);
+        if (!fits(p, c.evidence.memory_margin)) continue;
+        cand->needs_retry = true;
+        cand->rule =
+            "rule 5: expected out of memory at the parent's recomputation; a retry with full "
+            "recomputation follows";
+      }
+      const CatalogLever* lever = levers.front();
+      cand->lever = lever->name;
+      cand->mechanism = lever->mechanism;
+      cand->expected_gain = p.tokens_per_s_per_gpu / base - 1;
+      cand->score = cand->expected_gain *
+                    confidence_of(c, lever, change_words(parent_recipe, cand->recipe)) *
+                    (cand->needs_retry ? kOomPlanDiscount : 1.0);
+      out.push_back(std::move(*cand));
+    }
+  }
+}
+
 std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, RunId parent) {
   std::vector<Candidate> out;
   auto parent_resolved = resolved_of(c.w, parent_recipe);
@@ -547,7 +602,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   // lets them change: the pair is a plan of two launches.
   auto micro_batch_gain = [&](const Recipe& recipe,
                               const sim::Layout& layout) -> std::optional<double> {
-    if (!c.micro_batch_free) return std::nullopt;
+    if (c.micro_batch_sizes.empty()) return std::nullopt;
     auto more = fastest_value(c, recipe, layout, "micro-batch", [&](const sim::Layout& value) {
       return value.micro_batch_size > layout.micro_batch_size;
     });
@@ -609,45 +664,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     for (const sim::SweepEntry& entry : saved->best) add_layout(entry, true);
   }
 
-  // Every other move of the catalog.
-  std::set<std::string> moves;
-  for (const CatalogLever& lever : c.catalog.levers) {
-    if (lever.move != "layout") moves.insert(lever.move);
-  }
-  for (const std::string& move : moves) {
-    const std::vector<const CatalogLever*> levers = c.catalog.of_move(move);
-    for (const sim::Layout& value : move_values(c.w, decoded_parent.value(), move)) {
-      auto recipe = sim::apply_layout(parent_recipe, value);
-      if (!recipe.ok()) continue;
-      auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
-      if (!cand) continue;
-      sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
-      if (!p.valid) continue;
-      if (!fits(p, c.evidence.memory_margin)) {
-        // More rows per microbatch cost memory only: one that fits with full recomputation is
-        // launched as it is, expected to run out of memory, then retried with it (rule 5).
-        if (move != "micro-batch" || fits(p, 0.0)) continue;
-        sim::Layout saved_value = value;
-        copy_move_fields(saved_value, with_full, "recompute");
-        auto saved_recipe = sim::apply_layout(parent_recipe, saved_value);
-        if (!saved_recipe.ok()) continue;
-        p = sim::predict_on_stack(c.w, saved_recipe.value(), c.stack);
-        if (!fits(p, c.evidence.memory_margin)) continue;
-        cand->needs_retry = true;
-        cand->rule =
-            "rule 5: expected out of memory at the parent's recomputation; a retry with full "
-            "recomputation follows";
-      }
-      const CatalogLever* lever = levers.front();
-      cand->lever = lever->name;
-      cand->mechanism = lever->mechanism;
-      cand->expected_gain = p.tokens_per_s_per_gpu / base - 1;
-      cand->score = cand->expected_gain *
-                    confidence_of(c, lever, change_words(parent_recipe, cand->recipe)) *
-                    (cand->needs_retry ? kOomPlanDiscount : 1.0);
-      out.push_back(std::move(*cand));
-    }
-  }
+  move_candidates(c, parent_recipe, parent, decoded_parent.value(), with_full, base, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   return out;
@@ -853,7 +870,7 @@ std::optional<Candidate> follow_plans(Context& c, const sim::Prediction& leader_
   std::set<RunId> parents;
   for (const auto& [id, proposal] : c.state.proposals) parents.insert(proposal.parent_run_id);
   for (const auto& [id, run] : c.state.runs) {
-    if (run.purpose != RunPurpose::kSearch || !run.measured || parents.contains(id)) continue;
+    if (!searched(run) || !run.measured || parents.contains(id)) continue;
     const auto proposal = c.state.proposals.find(run.proposal_id);
     if (proposal == c.state.proposals.end()) continue;
     const Recipe planned = recipe_of(c.state, id, c.baseline);
@@ -916,7 +933,7 @@ std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Ca
     for (const Candidate& cand : ranked) {
       if (cand.set != "parallel-layout" || !cand.degrees.contains(degree)) continue;
       Candidate probe = cand;
-      // Appended: a planned relaxation's rule text must survive (relax_planned reads it).
+      // Appended: a plan's rule text must survive (follow_plans reads it).
       probe.rule = (probe.rule.empty() ? "" : probe.rule + "; ") + "rule 4: probing " + degree +
                    " before the topology counts as exhausted";
       return probe;
@@ -1043,7 +1060,7 @@ ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog cat
 TunerAnswer ExpertTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
   Context c{workload_, stack_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}, &sweeps_};
-  c.micro_batch_free = !free_micro_batch_sizes(policy_, view.baseline).empty();
+  c.micro_batch_sizes = free_micro_batch_sizes(policy_, view.baseline);
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, stack_, state, view.baseline);

@@ -79,7 +79,7 @@ Result<LeverCatalog> parse_lever_catalog(std::string_view text, std::string_view
     if (std::find(moves.begin(), moves.end(), lever.move) == moves.end()) {
       return make_error(where + ": lever '" + lever.name + "' has move '" + lever.move +
                         "'; expected one of layout, recompute, dispatcher, optimizer-offload, "
-                        "cuda-graphs, tp-comm-overlap, dp-overlap, ep-overlap");
+                        "cuda-graphs, tp-comm-overlap, dp-overlap, ep-overlap, micro-batch");
     }
     auto flags = strings(*table, "flags", where + ": lever '" + lever.name + "'");
     if (!flags.ok()) return make_error(flags.error());

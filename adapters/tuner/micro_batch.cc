@@ -19,7 +19,12 @@ std::vector<int> free_micro_batch_sizes(const Policy& policy, const Recipe& base
       !check_config(policy, baseline, doubled).allowed) {
     return {};
   }
-  return {size, 2 * size, 4 * size, 8 * size};
+  std::vector<int> sizes;
+  for (int divisor = 8; divisor > 1; divisor /= 2) {
+    if (size % divisor == 0) sizes.push_back(size / divisor);
+  }
+  for (int factor = 1; factor <= 16; factor *= 2) sizes.push_back(size * factor);
+  return sizes;
 }
 
 }  // namespace attune

@@ -32,7 +32,11 @@ Example example(const std::string& name) {
 TEST(MicroBatch, FreeOnlyWhereThePolicyLetsItChange) {
   const Example minimax = example("minimax-m2-b200x64");
   EXPECT_EQ(free_micro_batch_sizes(minimax.policy, minimax.spec.baseline),
-            (std::vector<int>{1, 2, 4, 8}));
+            (std::vector<int>{1, 2, 4, 8, 16}));
+  Recipe four = minimax.spec.baseline;
+  ASSERT_TRUE(set_flag(four, "--micro-batch-size", "4").ok());
+  EXPECT_EQ(free_micro_batch_sizes(minimax.policy, four),
+            (std::vector<int>{1, 2, 4, 8, 16, 32, 64}));
   // GLM-4.5 and Mixtral-8x22B freeze one row per microbatch; Llama-3.1-405B's policy keeps the
   // base table's numeric class.
   for (const char* name :
@@ -70,7 +74,7 @@ int micro_batch_draws(const std::vector<int>& sizes) {
 }
 
 TEST(MicroBatch, RandomSearchDrawsItOnlyWhenFree) {
-  EXPECT_GT(micro_batch_draws({1, 2, 4, 8}), 0);
+  EXPECT_GT(micro_batch_draws({1, 2, 4, 8, 16}), 0);
   EXPECT_EQ(micro_batch_draws({}), 0);
 }
 

@@ -421,15 +421,15 @@ Result<sim::SweepResult> layout_sweep(Context& c, const Recipe& recipe,
 }
 
 // The fastest value of `move` for `layout` (its recipe built on `from`) that `accept` takes, the
-// policy allows and fits with the campaign's memory margin.
-struct Relaxed {
+// policy allows and fits with the campaign's memory margin: its recipe and prediction.
+struct Valued {
   Recipe recipe;
   sim::Prediction prediction;
 };
-std::optional<Relaxed> fastest_value(const Context& c, const Recipe& from,
-                                     const sim::Layout& layout, const std::string& move,
-                                     const std::function<bool(const sim::Layout&)>& accept) {
-  std::optional<Relaxed> best;
+std::optional<Valued> fastest_value(const Context& c, const Recipe& from, const sim::Layout& layout,
+                                    const std::string& move,
+                                    const std::function<bool(const sim::Layout&)>& accept) {
+  std::optional<Valued> best;
   for (const sim::Layout& value : move_values(c.w, layout, move)) {
     if (!accept(value) || out_of_bounds(c, move, value)) continue;
     auto recipe = sim::apply_layout(from, value);
@@ -437,14 +437,14 @@ std::optional<Relaxed> fastest_value(const Context& c, const Recipe& from,
     const sim::Prediction p = sim::predict_on_stack(c.w, recipe.value(), c.stack);
     if (!fits(p, c.evidence.memory_margin)) continue;
     if (best && p.tokens_per_s_per_gpu <= best->prediction.tokens_per_s_per_gpu) continue;
-    best = Relaxed{std::move(recipe).value(), p};
+    best = Valued{std::move(recipe).value(), p};
   }
   return best;
 }
 
 // The fastest recomputation lighter than full that fits.
-std::optional<Relaxed> fastest_relaxed(const Context& c, const Recipe& from,
-                                       const sim::Layout& layout) {
+std::optional<Valued> fastest_relaxed(const Context& c, const Recipe& from,
+                                      const sim::Layout& layout) {
   return fastest_value(c, from, layout, "recompute", [](const sim::Layout& value) {
     return value.recompute != sim::RecomputeGranularity::kFull;
   });
@@ -453,7 +453,7 @@ std::optional<Relaxed> fastest_relaxed(const Context& c, const Recipe& from,
 // The planned next step of a run launched as the first half of a plan (its mechanism names the
 // plan), with the lever that takes it: nullopt for a run that is no plan's first half.
 struct PlannedStep {
-  Relaxed next;
+  Valued next;
   std::string lever;
   std::string_view plan;
 };
@@ -504,7 +504,6 @@ double confidence_of(const Context& c, const CatalogLever* lever, const std::str
   return prior * c.evidence.confidence;
 }
 
-// Every admissible single-lever candidate from `parent`, scored by the estimator.
 // Candidates of every non-layout move of the catalog from `parent` (decoded as `parent_layout`,
 // predicted at `base` tokens/s/GPU), appended to `out`. A microbatch size that only fits with full
 // recomputation (`with_full`: the parent at full recomputation) is launched as it is, expected
@@ -553,6 +552,7 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
   }
 }
 
+// Every admissible single-lever candidate from `parent`, scored by the estimator.
 std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, RunId parent) {
   std::vector<Candidate> out;
   auto parent_resolved = resolved_of(c.w, parent_recipe);
@@ -594,7 +594,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
         decoded_baseline->recompute == sim::RecomputeGranularity::kFull) {
       return std::nullopt;
     }
-    const std::optional<Relaxed> relaxed = fastest_relaxed(c, parent_recipe, layout);
+    const std::optional<Valued> relaxed = fastest_relaxed(c, parent_recipe, layout);
     if (!relaxed) return std::nullopt;
     return relaxed->prediction.tokens_per_s_per_gpu / base - 1;
   };
@@ -758,16 +758,9 @@ bool searched(const RunState& run) {
 // In flight with no outcome yet (a run is charged after its outcome is recorded).
 bool pending(const RunState& run) { return run.in_flight() && !run.measured && !run.failed; }
 
-// A hang this campaign cured: a search run that hung and its retry (one data-parallel overlap
-// fewer) that then measured, so the overlaps it hung with are known to hang.
-struct HangCure {
-  RunId hung = 0;
-  RunId cured = 0;
-  sim::Layout hung_layout;
-  sim::Layout cured_layout;
-};
-
-std::optional<HangCure> hang_cure(const Context& c) {
+// The layout of a run whose hang this campaign cured: it hung, and its retry with one
+// data-parallel overlap fewer measured, so the overlaps it hung with are known to hang.
+std::optional<sim::Layout> cured_hang(const Context& c) {
   for (const auto& [id, run] : c.state.runs) {
     if (!searched(run) || !run.measured) continue;
     const auto proposal = c.state.proposals.find(run.proposal_id);
@@ -779,13 +772,7 @@ std::optional<HangCure> hang_cure(const Context& c) {
       continue;
     }
     auto hung = sim::decode_layout(c.w, recipe_of(c.state, parent_id, c.baseline));
-    auto cured = sim::decode_layout(c.w, recipe_of(c.state, id, c.baseline));
-    if (!hung.ok() || !cured.ok()) continue;
-    if (hung.value().overlap_grad_reduce == cured.value().overlap_grad_reduce &&
-        hung.value().overlap_param_gather == cured.value().overlap_param_gather) {
-      continue;
-    }
-    return HangCure{parent_id, id, hung.value(), cured.value()};
+    if (hung.ok()) return hung.value();
   }
   return std::nullopt;
 }
@@ -812,11 +799,11 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
   const Recipe failed = recipe_of(c.state, id, c.baseline);
   auto layout = sim::decode_layout(c.w, failed);
   if (!layout.ok()) return std::nullopt;
-  const std::optional<HangCure> cure = retry.avoid_hung_overlaps ? hang_cure(c) : std::nullopt;
+  const std::optional<sim::Layout> hung = retry.avoid_hung_overlaps ? cured_hang(c) : std::nullopt;
   for (const sim::Layout& value : move_values(c.w, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
-    if (cure && value.overlap_grad_reduce == cure->hung_layout.overlap_grad_reduce &&
-        value.overlap_param_gather == cure->hung_layout.overlap_param_gather) {
+    if (hung && value.overlap_grad_reduce == hung->overlap_grad_reduce &&
+        value.overlap_param_gather == hung->overlap_param_gather) {
       continue;
     }
     auto recipe = sim::apply_layout(failed, value);
@@ -1060,7 +1047,8 @@ ExpertTuner::ExpertTuner(sim::Workload workload, Policy policy, LeverCatalog cat
 TunerAnswer ExpertTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
   Context c{workload_, stack_, policy_, catalog_, state, view.baseline, {}, {}, {}, {}, &sweeps_};
-  c.micro_batch_sizes = free_micro_batch_sizes(policy_, view.baseline);
+  if (!micro_batch_sizes_) micro_batch_sizes_ = free_micro_batch_sizes(policy_, view.baseline);
+  c.micro_batch_sizes = *micro_batch_sizes_;
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, stack_, state, view.baseline);

@@ -28,7 +28,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "adapters/model/sweep.h"
 #include "adapters/model/workload.h"
@@ -62,6 +64,9 @@ class ExpertTuner final : public Tuner {
   LeverCatalog catalog_;
   sim::StackProfile stack_;
   std::map<std::string, sim::SweepResult> sweeps_;  // layout sweeps by recipe hash
+  // The microbatch sizes the policy frees for the campaign's baseline (micro_batch.h), worked out
+  // at the first answer: the baseline does not change within a campaign.
+  std::optional<std::vector<int>> micro_batch_sizes_;
 };
 
 }  // namespace attune

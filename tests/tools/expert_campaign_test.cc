@@ -483,6 +483,32 @@ TEST_F(ExpertCampaign, RowsPerMicrobatchStayWhereThePolicyFreezesThem) {
   EXPECT_GT(proposals, 10);
 }
 
+// The campaign wires the policy's free microbatch sizes into the black-box searches: random
+// search draws the size on MiniMax-M2 and never on GLM-4.5, whose policy freezes it.
+TEST_F(ExpertCampaign, RandomSearchDrawsRowsPerMicrobatchOnlyWhereThePolicyFreesThem) {
+  for (const auto& [name, free] :
+       {std::pair{"minimax-m2-b200x64", true}, std::pair{"glm-4.5-b200x128", false}}) {
+    const std::string file = copy_of(name, true);
+    rewrite(file, file, "name = \"expert\"", "name = \"random\"");
+    std::vector<nlohmann::json> events;
+    ASSERT_FALSE(run_example(file, events).is_null()) << name;
+    int proposals = 0;
+    int micro_batch = 0;
+    for (const auto& e : of_type(events, "CandidateProposed")) {
+      ++proposals;
+      for (const auto& change : e["body"]["diff"]) {
+        micro_batch += change["name"] == "--micro-batch-size" ? 1 : 0;
+      }
+    }
+    EXPECT_GT(proposals, 10) << name;
+    if (free) {
+      EXPECT_GT(micro_batch, 0) << name;
+    } else {
+      EXPECT_EQ(micro_batch, 0) << name;
+    }
+  }
+}
+
 TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
   const std::string file = demo_with_tuner(root_, "expert");
   int code = -1;

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -539,6 +541,43 @@ TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
     EXPECT_GE(v["p_unrestricted"].get<double>(), 1.0 / 6 - 1e-9);
     EXPECT_GE(v["p_stratified"].get<double>(), 0.25 - 1e-9);
   }
+  // The final stage's rule: a recipe whose two repeats differ by more than the band gets a
+  // third, and its value is the median of the three; otherwise the mean of the two.
+  // Checks one recipe's value against its repeats; true when it got a third.
+  auto follows_rule = [band](std::vector<double> r, double value, const std::string& what) {
+    EXPECT_GE(r.size(), 2u) << what;
+    if (r.size() < 2) return false;
+    const bool apart = std::abs(r[0] - r[1]) > band * (r[0] + r[1]) / 2;
+    EXPECT_EQ(r.size(), apart ? 3u : 2u) << what;
+    std::sort(r.begin(), r.end());
+    EXPECT_NEAR(value, apart ? r[1] : (r[0] + r[1]) / 2, 1e-9) << what;
+    return apart;
+  };
+  int third = follows_rule(json["baseline_repeats"].get<std::vector<double>>(),
+                           json["baseline_tokens_per_s_per_gpu"].get<double>(), "baseline")
+                  ? 1
+                  : 0;
+  for (const char* arm : {"expert", "random"}) {
+    const auto& a = json["arms"][arm];
+    for (std::size_t i = 0; i < a["campaign_repeats"].size(); ++i) {
+      third += follows_rule(a["campaign_repeats"][i].get<std::vector<double>>(),
+                            a["campaign_tokens_per_s_per_gpu"][i].get<double>(), a.dump())
+                   ? 1
+                   : 0;
+    }
+  }
+  if (third > 0) {
+    EXPECT_GT(json["third_repeats"].get<int>(), 0);
+  }
+  // GPU-hours without the calibration runs: every arm calibrates the same baseline, so the
+  // difference is about the same for each, and a real share of the total.
+  const double calibration_expert = json["arms"]["expert"]["gpu_hours_mean"].get<double>() -
+                                    json["arms"]["expert"]["search_gpu_hours_mean"].get<double>();
+  const double calibration_random = json["arms"]["random"]["gpu_hours_mean"].get<double>() -
+                                    json["arms"]["random"]["search_gpu_hours_mean"].get<double>();
+  EXPECT_GT(calibration_expert, 0.0);
+  EXPECT_NEAR(calibration_random / calibration_expert, 1.0, 0.1);
+  EXPECT_GT(json["arms"]["random"]["search_gpu_hours_mean"].get<double>(), 0.0);
   // Bad input: an unknown arm is a one-line error and a non-zero exit.
   const std::string bad =
       run_out(attune() + " compare --campaign " + file + " --arms expert,bo", &code);

@@ -32,11 +32,11 @@ ObjectiveClass worse_class(ObjectiveClass a, ObjectiveClass b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
-// The diff against the baseline with every change's class taken from the gate, never from the
-// proposer (rule 3).
+// The changes from a parent recipe with every change's class taken from the gate, never from
+// the proposer (rule 3). A flag its default spelled out on one side only is no change.
 std::vector<SettingChange> classified_diff(const Policy& policy, const Recipe& from,
                                            const Recipe& to) {
-  std::vector<SettingChange> diff = diff_recipes(from, to);
+  std::vector<SettingChange> diff = effective_changes(from, to);
   for (SettingChange& change : diff) {
     change.objective_class = classify_setting(policy, change.kind, change.name).objective_class;
   }

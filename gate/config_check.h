@@ -108,4 +108,9 @@ std::optional<std::string> effective_value(const Recipe& recipe, ChangeKind kind
 // for a flag whose default is None or that the catalog lacks, and for every env var.
 std::optional<std::string> default_value(ChangeKind kind, std::string_view setting);
 
+// The changes from `from` to `to` (diff_recipes) that change what Megatron will use: a flag
+// written out at its catalog default on one side and not given on the other is no change, so
+// rendering a recipe again without a default it spelled out changes no lever.
+std::vector<SettingChange> effective_changes(const Recipe& from, const Recipe& to);
+
 }  // namespace attune

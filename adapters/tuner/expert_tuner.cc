@@ -477,7 +477,7 @@ std::optional<PlannedStep> planned_step(const Context& c, const std::string& mec
 std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, RunId parent,
                                     Recipe recipe) {
   const std::vector<std::string> levers =
-      LeverGroups::builtin().levers_of(diff_recipes(parent_recipe, recipe));
+      LeverGroups::builtin().levers_of(effective_changes(parent_recipe, recipe));
   if (levers.size() != 1) return std::nullopt;  // rule 2
   if (c.seen.contains(recipe_hash(recipe))) return std::nullopt;
   if (!check_config(c.policy, c.baseline, recipe).allowed) return std::nullopt;  // rule 3

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "events/recipe.h"
+#include "gate/config_check.h"
 #include "projections/number_format.h"
 
 namespace attune {
@@ -47,7 +48,7 @@ double measured_or_baseline(const ControlState& state, RunId run_id) {
 
 std::string change_words(const Recipe& from, const Recipe& to) {
   std::string out;
-  for (const SettingChange& change : diff_recipes(from, to)) {
+  for (const SettingChange& change : effective_changes(from, to)) {
     // A parallel degree or a layer count is a figure: such a change has no words.
     if (change.after_present && change.after.find_first_of("0123456789") != std::string::npos) {
       return "";

@@ -6,6 +6,7 @@
 #include "adapters/model/layout.h"
 #include "adapters/model/performance_model.h"
 #include "core/lever_groups.h"
+#include "gate/config_check.h"
 
 namespace attune {
 namespace {
@@ -103,8 +104,9 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
     if (!candidate.ok()) continue;
     // Rendering a layout can touch settings of another lever (defaults made explicit or
     // dropped); such a draw would be refused, so it is drawn again instead.
-    if (LeverGroups::builtin().levers_of(diff_recipes(parent.value(), candidate.value())).size() !=
-        1) {
+    if (LeverGroups::builtin()
+            .levers_of(effective_changes(parent.value(), candidate.value()))
+            .size() != 1) {
       continue;
     }
     const std::string hash = recipe_hash(candidate.value());

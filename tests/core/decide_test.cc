@@ -96,6 +96,47 @@ TEST(Decide, CountsLeversAgainstTheParentRunNotTheBaseline) {
   EXPECT_NE(find_body<LaunchRefused>(campaign.decide_only(from_baseline)), nullptr);
 }
 
+// Launch scripts often spell out defaults (`--context-parallel-size 1`). A child that no longer
+// writes one, but leaves it at that value, changes no lever there, so it is not a second lever;
+// and a child that only drops it changes nothing.
+TEST(Decide, ADefaultSpelledOutOnOneSideOnlyIsNoChange) {
+  Campaign campaign;
+  campaign.calibrate({1000.0, 1000.0, 1000.0});
+  Recipe spelled = campaign.with("--pipeline-model-parallel-size", "4");
+  ASSERT_TRUE(set_flag(spelled, "--context-parallel-size", "1").ok());
+  const RunId parent = campaign.launch(RunPurpose::kSearch, spelled);
+  ASSERT_NE(parent, 0u);
+
+  Recipe child = campaign.with("--pipeline-model-parallel-size", "4");
+  ASSERT_TRUE(set_flag(child, "--recompute-granularity", "full").ok());
+  ProposeLaunch one_lever = proposal(RunPurpose::kSearch, child);
+  one_lever.parent_run_id = parent;
+  const auto admitted = campaign.decide_only(one_lever);
+  EXPECT_EQ(find_body<LaunchRefused>(admitted), nullptr);
+  const CandidateProposed* proposed = find_body<CandidateProposed>(admitted);
+  ASSERT_NE(proposed, nullptr);
+  ASSERT_EQ(proposed->levers.size(), 1u);
+  EXPECT_EQ(proposed->levers[0].name, "recompute");
+
+  // Another value than the default is a change of the layout.
+  Recipe other = child;
+  ASSERT_TRUE(set_flag(other, "--context-parallel-size", "2").ok());
+  ProposeLaunch two_levers = proposal(RunPurpose::kSearch, other);
+  two_levers.parent_run_id = parent;
+  const auto two = campaign.decide_only(two_levers);
+  const LaunchRefused* refused = find_body<LaunchRefused>(two);
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->reason, RefusalReason::kMultipleLevers);
+
+  ProposeLaunch nothing =
+      proposal(RunPurpose::kSearch, campaign.with("--pipeline-model-parallel-size", "4"));
+  nothing.parent_run_id = parent;
+  const auto none = campaign.decide_only(nothing);
+  const LaunchRefused* same = find_body<LaunchRefused>(none);
+  ASSERT_NE(same, nullptr);
+  EXPECT_NE(same->detail.find("changes nothing"), std::string::npos) << same->detail;
+}
+
 TEST(Decide, RefusesANumericChangeThroughLayerOneNamingTheFlag) {
   Campaign campaign;
   campaign.calibrate({1000.0, 1000.0, 1000.0});

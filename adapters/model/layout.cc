@@ -78,6 +78,7 @@ constexpr std::string_view kFp16 = "--fp16";
 constexpr std::string_view kSeqLength = "--seq-length";
 constexpr std::string_view kGlobalBatch = "--global-batch-size";
 constexpr std::string_view kMaxConnectionsEnv = "CUDA_DEVICE_MAX_CONNECTIONS";
+constexpr std::string_view kFusedGroupedMlpEnv = "NVTE_CUTEDSL_FUSED_GROUPED_MLP";
 
 // Megatron's text for each enum value, in enum order.
 constexpr std::string_view kGranularityNames[] = {"", "selective", "full"};
@@ -939,6 +940,8 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   f.read_switch(kFp16, l.fp16);
   auto env = recipe.env.find(std::string(kMaxConnectionsEnv));
   l.cuda_device_max_connections_one = env != recipe.env.end() && env->second == "1";
+  auto fused_mlp = recipe.env.find(std::string(kFusedGroupedMlpEnv));
+  l.fused_grouped_mlp = fused_mlp != recipe.env.end() && fused_mlp->second == "1";
 
   // The workload is fixed by the campaign; a recipe that says otherwise is a mistake.
   int seq_length = workload.seq_length;

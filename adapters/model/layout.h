@@ -128,6 +128,9 @@ struct Layout {
   std::string fp8_recipe = "delayed";
   bool fp16 = false;
   bool cuda_device_max_connections_one = false;  // env CUDA_DEVICE_MAX_CONNECTIONS=1
+  // env NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: Transformer Engine's fused grouped MLP for the experts
+  // (CuTe DSL, Blackwell): both grouped GEMMs and the activation in one kernel.
+  bool fused_grouped_mlp = false;
 };
 
 // A Layout with Megatron's default for every setting, read from ArgCatalog::megatron().

@@ -234,13 +234,17 @@ std::string data_parallel_flags(const PublishedRow& r) {
   return flags;
 }
 
-// CUDA_DEVICE_MAX_CONNECTIONS as the row's environment sets it (1 where it says nothing, as
-// Megatron's own scripts do; unset for Megatron-FSDP).
+// The row's environment as far as the model reads it: CUDA_DEVICE_MAX_CONNECTIONS as the row
+// sets it (1 where it says nothing, as Megatron's own scripts do; unset for Megatron-FSDP), and
+// Transformer Engine's fused grouped MLP where the row turns it on.
 std::string connections_env(const PublishedRow& r) {
+  std::string connections = r.fsdp ? "" : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+  std::string fused;
   for (std::string_view part : split_fields(r.env, ';')) {
-    if (part.starts_with("CUDA_DEVICE_MAX_CONNECTIONS=")) return std::string(part) + " ";
+    if (part.starts_with("CUDA_DEVICE_MAX_CONNECTIONS=")) connections = std::string(part) + " ";
+    if (part == "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1") fused = std::string(part) + " ";
   }
-  return r.fsdp ? "" : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+  return fused + connections;
 }
 
 std::string recipe_text(const PublishedRow& r, const std::string& precision) {

@@ -163,6 +163,11 @@ TEST(SimPublished, RowsArePricedWithTheSettingsTheirSourceStates) {
   EXPECT_EQ(f.at("--mtp-num-layers"), "1");
   EXPECT_TRUE(f.contains("--grad-reduce-in-bf16"));
   EXPECT_EQ(ds->recipe.env.at("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
+  // Its environment turns on Transformer Engine's fused grouped MLP; an earlier release's does not.
+  EXPECT_EQ(ds->recipe.env.at("NVTE_CUTEDSL_FUSED_GROUPED_MLP"), "1");
+  auto earlier = published_case(row_named(rows, "mb-26.04-deepseek-v3-gb200-256-fp8-mx"));
+  ASSERT_TRUE(earlier.ok()) << earlier.error();
+  EXPECT_FALSE(earlier->recipe.env.contains("NVTE_CUTEDSL_FUSED_GROUPED_MLP"));
   // Full recompute with its method and layer count.
   auto full = published_case(row_named(rows, "mb-25.11-llama3-8b-h100-8-fp8-cs"));
   ASSERT_TRUE(full.ok()) << full.error();

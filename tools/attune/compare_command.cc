@@ -56,7 +56,7 @@ namespace fs = std::filesystem;
 
 constexpr int kRepeats = 2;
 constexpr int kMeasureTries = 3;  // a repeat without a measurement is run again, twice at most
-constexpr int kOracleRecipes = 3;
+constexpr int kOracleRecipes = 5;
 constexpr int kOracleCandidatesMax = 400;  // the estimator's best layouts the oracle may probe
 constexpr std::uint64_t kOracleProbeSeed = 0x0a7c1e;
 

@@ -32,11 +32,13 @@ ObjectiveClass worse_class(ObjectiveClass a, ObjectiveClass b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
-// The changes from a parent recipe with every change's class taken from the gate, never from
-// the proposer (rule 3). A flag its default spelled out on one side only is no change.
+// The diff between two recipes with every change's class taken from the gate, never from the
+// proposer (rule 3): as written (`effective` false), or only what changes the values Megatron
+// will use (rule 2 counts levers on these).
 std::vector<SettingChange> classified_diff(const Policy& policy, const Recipe& from,
-                                           const Recipe& to) {
-  std::vector<SettingChange> diff = effective_changes(from, to);
+                                           const Recipe& to, bool effective = false) {
+  std::vector<SettingChange> diff =
+      effective ? effective_changes(from, to) : diff_recipes(from, to);
   for (SettingChange& change : diff) {
     change.objective_class = classify_setting(policy, change.kind, change.name).objective_class;
   }
@@ -127,7 +129,8 @@ AdmitResult admit_search(const ControlState& state, Phase phase, const ProposeLa
   Result<Recipe> parent = parse_recipe(parent_text, "parent recipe");
   if (!parent.ok()) return make_error(parent.error());
   const std::vector<Lever> levers = levers_of(
-      context.lever_groups, classified_diff(context.policy, parent.value(), command.recipe));
+      context.lever_groups,
+      classified_diff(context.policy, parent.value(), command.recipe, /*effective=*/true));
   admission.proposed.levers = levers;
   if (levers.empty()) {
     return Refusal{RefusalReason::kInvalid, "changes nothing against its parent run " +

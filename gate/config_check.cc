@@ -1,7 +1,6 @@
 #include "gate/config_check.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -278,31 +277,15 @@ std::optional<std::string> default_value(ChangeKind kind, std::string_view setti
   return scratch.flags.at(info->canonical);
 }
 
-namespace {
-
-// Two spellings of one value: the same text, or the same number.
-bool same_value(const std::optional<std::string>& a, const std::optional<std::string>& b) {
-  if (!a || !b) return !a && !b;
-  if (*a == *b) return true;
-  char* end_a = nullptr;
-  char* end_b = nullptr;
-  const double x = std::strtod(a->c_str(), &end_a);
-  const double y = std::strtod(b->c_str(), &end_b);
-  return end_a != a->c_str() && *end_a == '\0' && end_b != b->c_str() && *end_b == '\0' && x == y;
-}
-
-}  // namespace
-
 std::vector<SettingChange> effective_changes(const Recipe& from, const Recipe& to) {
   std::vector<SettingChange> out;
   for (SettingChange& change : diff_recipes(from, to)) {
-    if (change.before_present != change.after_present) {
-      const std::optional<std::string> fallback = default_value(change.kind, change.name);
-      const std::optional<std::string> before =
-          change.before_present ? std::optional<std::string>(change.before) : fallback;
-      const std::optional<std::string> after =
-          change.after_present ? std::optional<std::string>(change.after) : fallback;
-      if (same_value(before, after)) continue;
+    // A flag given on one side only, at the value the other side takes by default (a switch
+    // reads "true"/"false" either way), changes nothing Megatron will use.
+    if (change.before_present != change.after_present &&
+        effective_value(from, change.kind, change.name) ==
+            effective_value(to, change.kind, change.name)) {
+      continue;
     }
     out.push_back(std::move(change));
   }

@@ -237,7 +237,7 @@ std::string data_parallel_flags(const PublishedRow& r) {
 // The row's environment as far as the model reads it: CUDA_DEVICE_MAX_CONNECTIONS as the row
 // sets it (1 where it says nothing, as Megatron's own scripts do; unset for Megatron-FSDP), and
 // Transformer Engine's fused grouped MLP where the row turns it on.
-std::string connections_env(const PublishedRow& r) {
+std::string model_env(const PublishedRow& r) {
   std::string connections = r.fsdp ? "" : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   std::string fused;
   for (std::string_view part : split_fields(r.env, ';')) {
@@ -248,7 +248,7 @@ std::string connections_env(const PublishedRow& r) {
 }
 
 std::string recipe_text(const PublishedRow& r, const std::string& precision) {
-  std::string text = connections_env(r) + "python pretrain_gpt.py";
+  std::string text = model_env(r) + "python pretrain_gpt.py";
   text += " --tensor-model-parallel-size " + std::to_string(r.tp) +
           " --pipeline-model-parallel-size " + std::to_string(r.pp) + " --context-parallel-size " +
           std::to_string(r.cp);

@@ -102,8 +102,8 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
     const std::string lever = redraw_one_lever(rng, workload_, micro_batch_sizes_, drawn);
     auto candidate = sim::apply_layout(parent.value(), drawn);
     if (!candidate.ok()) continue;
-    // Rendering a layout can touch settings of another lever (defaults made explicit or
-    // dropped); such a draw would be refused, so it is drawn again instead.
+    // Rendering a layout can touch settings of another lever (a default made explicit at
+    // another value than the parent's); such a draw would be refused, so it is drawn again.
     if (LeverGroups::builtin()
             .levers_of(effective_changes(parent.value(), candidate.value()))
             .size() != 1) {

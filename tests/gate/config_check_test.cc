@@ -12,6 +12,7 @@
 namespace attune {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
@@ -108,6 +109,30 @@ bool has_refusal(const ConfigCheckResult& result, CheckRule rule) {
     if (refusal.rule == rule) return true;
   }
   return false;
+}
+
+// What changes a value Megatron will use: a flag spelled at its default on one side only does
+// not; another value, a switch turned on or off, or a flag whose default is None does.
+TEST(ConfigCheck, EffectiveChangesDropOnlyDefaultsSpelledOnOneSide) {
+  auto changes = [](const char* from, const char* to) {
+    std::vector<std::string> names;
+    for (const SettingChange& c :
+         effective_changes(parse_recipe(from).value(), parse_recipe(to).value())) {
+      names.push_back(c.name);
+    }
+    return names;
+  };
+  EXPECT_THAT(changes("--pipeline-model-parallel-size 1 --bf16", "--bf16"), IsEmpty());
+  EXPECT_THAT(changes("--bf16", "--context-parallel-size 1 --bf16"), IsEmpty());
+  EXPECT_THAT(changes("--pipeline-model-parallel-size 2", ""),
+              ElementsAre("--pipeline-model-parallel-size"));
+  EXPECT_THAT(changes("--sequence-parallel", ""), ElementsAre("--sequence-parallel"));
+  // A store_false switch: given, it turns the fusion off, which is a change.
+  EXPECT_THAT(changes("", "--no-gradient-accumulation-fusion"),
+              ElementsAre("--no-gradient-accumulation-fusion"));
+  // None as the default: the value Megatron derives (ETP from TP) is not known here, so counted.
+  EXPECT_THAT(changes("--expert-tensor-parallel-size 1", ""),
+              ElementsAre("--expert-tensor-parallel-size"));
 }
 
 TEST(ConfigCheck, AnIdenticalRecipeIsAllowedWithNoChanges) {

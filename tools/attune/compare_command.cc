@@ -43,6 +43,7 @@
 #include "events/split.h"
 #include "gate/config_check.h"
 #include "gate/policy.h"
+#include "projections/final_stage.h"
 #include "projections/number_format.h"
 #include "projections/text_table.h"
 #include "tools/attune/baseline_script.h"
@@ -100,19 +101,6 @@ struct Arm {
   }
 };
 
-// Whether `id` is a calibration run, or the relaunch of one after an infrastructure failure.
-bool is_calibration(const ControlState& state, RunId id) {
-  for (int depth = 0; depth < 16; ++depth) {
-    const auto run = state.runs.find(id);
-    if (run == state.runs.end()) return false;
-    if (run->second.purpose != RunPurpose::kRetry) {
-      return run->second.purpose == RunPurpose::kCalibration;
-    }
-    id = run->second.retry_of_run_id;
-  }
-  return false;
-}
-
 CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
   CampaignResult r;
   r.seed = seed;
@@ -127,7 +115,8 @@ CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
       first = first == 0 ? run.admitted_at_unix_ns : std::min(first, run.admitted_at_unix_ns);
     }
     last = std::max(last, run.released_at_unix_ns);
-    if (is_calibration(state, id)) {
+    // A calibration run lost to the infrastructure is replaced by another calibration run.
+    if (run.purpose == RunPurpose::kCalibration) {
       auto row = view.ledger.rows.find(id);
       if (row != view.ledger.rows.end() &&
           row->second.account.value_or(Account::kTuner) == Account::kTuner) {
@@ -241,7 +230,7 @@ struct Comparison {
   std::vector<double> baseline_repeats;
   double band = 0;
   int third_repeats = 0;  // recipes whose two repeats differed by more than the band
-  int rerun_repeats = 0;  // repeats run again for want of a measurement
+  int rerun_repeats = 0;  // measurements run again because a repeat produced none
   std::vector<ArmVerdict> verdicts;
 
   double oracle_fraction(const Arm& arm) const {
@@ -364,25 +353,10 @@ std::vector<std::string> oracle_recipes(const Setup& setup, const CampaignSpec& 
   return hashes;
 }
 
-// Whether two repeats differ by more than the band (relative to their mean).
-bool repeats_disagree(const std::vector<double>& v, double band) {
-  return v.size() == 2 && v[0] > 0 && v[1] > 0 && std::abs(v[0] - v[1]) > band * (v[0] + v[1]) / 2;
-}
-
-// A recipe's value: the median of three repeats, else the mean of its repeats.
-double value_of_repeats(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  if (v.size() == 3) {
-    std::sort(v.begin(), v.end());
-    return v[1];
-  }
-  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
 struct Repeats {
   std::map<std::string, std::vector<double>> values;  // by recipe hash, in measuring order
   int third = 0;                                      // recipes that got a third repeat
-  int rerun = 0;                                      // repeats run again for want of a measurement
+  int rerun = 0;  // measurements run again because a repeat produced none
 };
 
 // The final stage's repeats: two of each recipe in one shuffled order, a repeat without a
@@ -733,7 +707,7 @@ void print_summaries(const std::vector<WorkloadSummary>& summaries) {
               << (s.expert_search_gpu_hours_ratio
                       ? format_fixed(*s.expert_search_gpu_hours_ratio, 2) + "x"
                       : std::string("-"))
-              << " without calibration); gain "
+              << " without calibration);\n  gain "
               << (s.expert_gain_over_best_black_box
                       ? format_fixed(*s.expert_gain_over_best_black_box, 2) + "x"
                       : std::string("- (no black-box arm gained)"))

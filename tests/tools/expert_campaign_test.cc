@@ -512,6 +512,27 @@ TEST_F(ExpertCampaign, RandomSearchDrawsRowsPerMicrobatchOnlyWhereThePolicyFrees
   }
 }
 
+// The text report fits a 100-column terminal with three campaigns per arm, and says what its
+// columns and its GPU-hours without calibration are.
+TEST_F(ExpertCampaign, CompareTextFitsOneHundredColumns) {
+  const std::string file = demo_with_tuner(root_, "expert");
+  int code = -1;
+  const std::string out = run_out(
+      attune() + " compare --campaign " + file + " --arms expert,random --seeds 3 2>/dev/null",
+      &code);
+  ASSERT_EQ(code, 0) << out;
+  std::istringstream lines(out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    ++count;
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+  EXPECT_GT(count, 8);
+  EXPECT_NE(out.find("GPU-hours without the calibration runs: expert "), std::string::npos) << out;
+  EXPECT_NE(out.find("repeats: 2 per recipe, a 3rd for "), std::string::npos) << out;
+}
+
 TEST_F(ExpertCampaign, CompareRunsEveryArmAndJudgesThemByTheMeanRule) {
   const std::string file = demo_with_tuner(root_, "expert");
   int code = -1;

@@ -542,20 +542,21 @@ void print_comparison(const Comparison& c, std::uint32_t seeds) {
   std::cout << "repeats: 2 per recipe, a 3rd for " << c.third_repeats
             << " (two apart by more than the band), " << c.rerun_repeats
             << " rerun (no measurement)\n\n";
+  // Narrow headers, so that three campaigns per arm fit 100 columns; the legend follows.
   TextTable table({{"arm"},
-                   {"mean gain", Align::kRight},
+                   {"gain", Align::kRight},
                    {"campaigns"},
-                   {"GPU-hours", Align::kRight},
+                   {"GPU-h", Align::kRight},
                    {"launches", Align::kRight},
-                   {"failed (GPU-h)", Align::kRight},
-                   {"wall-clock", Align::kRight},
+                   {"failed", Align::kRight},
+                   {"wall", Align::kRight},
                    {"of oracle", Align::kRight}});
   for (const Arm& arm : c.arms) {
     std::string each;
     double launches = 0;
     double failed = 0;
     for (const auto& r : arm.campaigns) {
-      each += (each.empty() ? "" : ", ") + format_signed_percent(r.gain, 1);
+      each += (each.empty() ? "" : " ") + format_signed_percent(r.gain, 1);
       launches += r.launches;
       failed += r.failed;
     }
@@ -568,6 +569,8 @@ void print_comparison(const Comparison& c, std::uint32_t seeds) {
                    format_percent(c.oracle_fraction(arm), 0)});
   }
   std::cout << table.render();
+  std::cout << "gain: the mean; failed: share of search launches (their GPU-hours); wall: "
+               "wall-clock\n";
   std::string search;
   for (const Arm& arm : c.arms) {
     search += (search.empty() ? " " : ", ") + arm.name + " " +
@@ -703,11 +706,11 @@ void print_summaries(const std::vector<WorkloadSummary>& summaries) {
     std::cout << s.workload << (s.held_out ? " (held out)" : " (given)") << ": expert GPU-hours "
               << (s.expert_gpu_hours_ratio ? format_fixed(*s.expert_gpu_hours_ratio, 2) + "x"
                                            : std::string("-"))
-              << " the cheaper black-box arm's ("
+              << " the cheaper black-box arm's\n  ("
               << (s.expert_search_gpu_hours_ratio
                       ? format_fixed(*s.expert_search_gpu_hours_ratio, 2) + "x"
                       : std::string("-"))
-              << " without calibration);\n  gain "
+              << " without calibration); gain "
               << (s.expert_gain_over_best_black_box
                       ? format_fixed(*s.expert_gain_over_best_black_box, 2) + "x"
                       : std::string("- (no black-box arm gained)"))

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "adapters/model/sweep.h"
+#include "adapters/tuner/micro_batch.h"
 #include "adapters/world/world.h"
 #include "gate/config_check.h"
 #include "gate/policy.h"
@@ -62,13 +63,15 @@ double measured(const World& world, const PaperWorkload& p, const Recipe& recipe
   return static_cast<double>(p.gbs) * p.seq * 10 / seconds / p.gpus;
 }
 
-// The best of the world's top candidates that the policy allows, measured in the world.
+// The best of the world's top candidates that the policy allows, measured in the world; the rows
+// per microbatch are tried where the policy frees them, as attune compare's oracle does.
 double oracle(const World& world, const Workload& w, const PaperWorkload& p, const Recipe& baseline,
               const Policy& policy) {
   SweepOptions options;
   options.top_k = 400;
   options.factors = world.hidden_factors();
   options.stack = world.config().stack;
+  options.micro_batch_sizes = free_micro_batch_sizes(policy, baseline);
   Result<SweepResult> sweep_result = sweep(w, baseline, options);
   EXPECT_TRUE(sweep_result.ok());
   double best = 0;

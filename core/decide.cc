@@ -92,14 +92,23 @@ AdmitResult admit_calibration(const ControlState& state, Phase phase, Admission&
   return {};
 }
 
-std::optional<Refusal> duplicate_of_a_run(const ControlState& state, const std::string& hash) {
+// A recipe already run: the same canonical text, or the same values for Megatron (it differs
+// only in defaults spelled out on one side).
+std::optional<Refusal> duplicate_of_a_run(const ControlState& state, const std::string& hash,
+                                          const Recipe& recipe) {
   for (const auto& [id, run] : state.runs) {
-    if ((run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kCalibration) &&
-        run.recipe_hash == hash) {
+    if (run.purpose != RunPurpose::kSearch && run.purpose != RunPurpose::kCalibration) continue;
+    const std::string which = "run " + std::to_string(id) +
+                              (run.purpose == RunPurpose::kCalibration ? " (the baseline)" : "");
+    if (run.recipe_hash == hash) {
+      return Refusal{RefusalReason::kDuplicate, "identical to the recipe of " + which +
+                                                    " (canonical hash " + hash.substr(0, 12) + ")"};
+    }
+    const Result<Recipe> earlier = parse_recipe(run.recipe, "run recipe");
+    if (earlier.ok() && effective_changes(earlier.value(), recipe).empty()) {
       return Refusal{RefusalReason::kDuplicate,
-                     "identical to the recipe of run " + std::to_string(id) +
-                         (run.purpose == RunPurpose::kCalibration ? " (the baseline)" : "") +
-                         " (canonical hash " + hash.substr(0, 12) + ")"};
+                     "the same values as the recipe of " + which +
+                         ": it differs only in defaults written out on one side"};
     }
   }
   return std::nullopt;
@@ -113,7 +122,7 @@ AdmitResult admit_search(const ControlState& state, Phase phase, const ProposeLa
     return Refusal{RefusalReason::kInvalid,
                    std::string("the campaign is ") + to_string(phase) + ", not searching"};
   }
-  if (auto duplicate = duplicate_of_a_run(state, admission.proposed.recipe_hash)) {
+  if (auto duplicate = duplicate_of_a_run(state, admission.proposed.recipe_hash, command.recipe)) {
     return *duplicate;
   }
   std::string parent_text = state.view.settings.baseline_recipe;

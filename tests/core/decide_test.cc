@@ -98,7 +98,7 @@ TEST(Decide, CountsLeversAgainstTheParentRunNotTheBaseline) {
 
 // Launch scripts often spell out defaults (`--context-parallel-size 1`). A child that no longer
 // writes one, but leaves it at that value, changes no lever there, so it is not a second lever;
-// and a child that only drops it changes nothing.
+// and a child that only drops it is the same recipe for Megatron.
 TEST(Decide, ADefaultSpelledOutOnOneSideOnlyIsNoChange) {
   Campaign campaign;
   campaign.calibrate({1000.0, 1000.0, 1000.0});
@@ -128,13 +128,19 @@ TEST(Decide, ADefaultSpelledOutOnOneSideOnlyIsNoChange) {
   ASSERT_NE(refused, nullptr);
   EXPECT_EQ(refused->reason, RefusalReason::kMultipleLevers);
 
-  ProposeLaunch nothing =
-      proposal(RunPurpose::kSearch, campaign.with("--pipeline-model-parallel-size", "4"));
-  nothing.parent_run_id = parent;
-  const auto none = campaign.decide_only(nothing);
-  const LaunchRefused* same = find_body<LaunchRefused>(none);
-  ASSERT_NE(same, nullptr);
-  EXPECT_NE(same->detail.find("changes nothing"), std::string::npos) << same->detail;
+  // Only dropping the default gives the parent's recipe again for Megatron: a duplicate of that
+  // run, from any parent, not a new launch.
+  for (const RunId from : {parent, RunId{0}}) {
+    ProposeLaunch nothing =
+        proposal(RunPurpose::kSearch, campaign.with("--pipeline-model-parallel-size", "4"));
+    nothing.parent_run_id = from;
+    const auto none = campaign.decide_only(nothing);
+    const LaunchRefused* same = find_body<LaunchRefused>(none);
+    ASSERT_NE(same, nullptr) << "from run " << from;
+    EXPECT_EQ(same->reason, RefusalReason::kDuplicate);
+    EXPECT_NE(same->detail.find("run " + std::to_string(parent)), std::string::npos)
+        << same->detail;
+  }
 }
 
 TEST(Decide, RefusesANumericChangeThroughLayerOneNamingTheFlag) {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+
+#include "projections/baseline_band.h"
 
 namespace attune {
 
@@ -16,13 +17,11 @@ double value_of_repeats(const std::vector<double>& repeats) {
   for (const double value : repeats) {
     if (value > 0) measured.push_back(value);
   }
-  if (measured.empty()) return 0.0;
   if (measured.size() == 3) {
     std::sort(measured.begin(), measured.end());
     return measured[1];
   }
-  return std::accumulate(measured.begin(), measured.end(), 0.0) /
-         static_cast<double>(measured.size());
+  return mean_of(measured);  // 0 when none measured
 }
 
 }  // namespace attune

@@ -1172,15 +1172,6 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
     Status s = set_flag(recipe, flag, value);
     if (!s.ok() && error.empty()) error = s.error();
   };
-  // The offload fraction the base recipe writes out at its default stays written while the
-  // offload does: dropping it would be a change of the offload lever beside any other.
-  auto written_as = [&](std::string_view flag, double value) {
-    const auto given = base.flags.find(str(flag));
-    if (given == base.flags.end()) return false;
-    char* end = nullptr;
-    const double parsed = std::strtod(given->second.c_str(), &end);
-    return end != given->second.c_str() && *end == '\0' && parsed == value;
-  };
   auto put_int = [&](std::string_view flag, int value, int default_value) {
     if (value == default_value) {
       remove(flag);
@@ -1267,11 +1258,10 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
   put_switch(kOverlapParamGather, layout.overlap_param_gather);
   put_switch(kCpuOffload, layout.optimizer_cpu_offload);
   put_switch(kOverlapCpuCopies, layout.overlap_cpu_optimizer_d2h_h2d);
+  // A default the base writes out is dropped like any other; rule 2 and the duplicate check
+  // compare the values Megatron uses (gate::effective_changes), so that is no change.
   if (layout.optimizer_offload_fraction == d.optimizer_offload_fraction) {
-    if (!layout.optimizer_cpu_offload ||
-        !written_as(kOffloadFraction, d.optimizer_offload_fraction)) {
-      remove(kOffloadFraction);
-    }
+    remove(kOffloadFraction);
   } else {
     put(kOffloadFraction, std::to_string(layout.optimizer_offload_fraction));
   }

@@ -19,6 +19,10 @@
 namespace attune {
 namespace {
 
+// The rule a candidate launched as it is, to be retried with full recomputation, is proposed under.
+constexpr const char* kRule5Plan =
+    "rule 5: expected out of memory at the parent's recomputation; a retry with full "
+    "recomputation follows";
 constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any observation
 // The rule that launches a layout at its parent's full recomputation to relax it next.
 constexpr std::string_view kRelaxPlan = "rule 5 in reverse";
@@ -536,9 +540,7 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
         p = sim::predict_on_stack(c.w, saved_recipe.value(), c.stack);
         if (!fits(p, c.evidence.memory_margin)) continue;
         cand->needs_retry = true;
-        cand->rule =
-            "rule 5: expected out of memory at the parent's recomputation; a retry with full "
-            "recomputation follows";
+        cand->rule = kRule5Plan;
       }
       const CatalogLever* lever = levers.front();
       cand->lever = lever->name;
@@ -630,9 +632,7 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
     cand->needs_retry = needs_retry;
     cand->score =
         cand->expected_gain * confidence_of(c, lever, "") * (needs_retry ? kOomPlanDiscount : 1.0);
-    cand->rule = needs_retry ? "rule 5: expected out of memory at the parent's recomputation; "
-                               "a retry with full recomputation follows"
-                             : "";
+    cand->rule = needs_retry ? kRule5Plan : "";
     const std::optional<double> relaxed = needs_retry ? std::nullopt : relaxed_gain(layout);
     const std::optional<double> more_rows =
         needs_retry ? std::nullopt : micro_batch_gain(cand->recipe, layout);
@@ -795,11 +795,11 @@ bool retry_in_flight(const ControlState& state) {
 // overlaps of a run whose hang was cured by dropping one is expected to hang too, and is ruled out
 // without a launch: dropping the overlap as well would change two levers (rule 2).
 std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, RunId id,
-                                      const sim::Prediction& leader_p) {
+                                      const sim::Prediction& leader_p,
+                                      const std::optional<sim::Layout>& hung) {
   const Recipe failed = recipe_of(c.state, id, c.baseline);
   auto layout = sim::decode_layout(c.w, failed);
   if (!layout.ok()) return std::nullopt;
-  const std::optional<sim::Layout> hung = retry.avoid_hung_overlaps ? cured_hang(c) : std::nullopt;
   for (const sim::Layout& value : move_values(c.w, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
     if (hung && value.overlap_grad_reduce == hung->overlap_grad_reduce &&
@@ -831,13 +831,14 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
 std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRetry& retry,
                                    const sim::Prediction& leader_p, double min_gain) {
   if (retry_in_flight(c.state)) return std::nullopt;
+  const std::optional<sim::Layout> hung = retry.avoid_hung_overlaps ? cured_hang(c) : std::nullopt;
   std::optional<Candidate> best;
   for (const auto& [id, run] : c.state.runs) {
     if (run.purpose != RunPurpose::kSearch || !run.failed ||
         run.failed->failure_class != retry.failure || h.retried.contains(id)) {
       continue;
     }
-    std::optional<Candidate> cand = retry_of_run(c, retry, id, leader_p);
+    std::optional<Candidate> cand = retry_of_run(c, retry, id, leader_p, hung);
     if (!cand) continue;
     if (!leader_p.valid) return cand;
     if (cand->expected_gain > min_gain && (!best || cand->expected_gain > best->expected_gain)) {

@@ -1,19 +1,16 @@
 #include "adapters/tuner/micro_batch.h"
 
-#include <charconv>
 #include <string>
 
+#include "adapters/model/recipe_values.h"
 #include "gate/config_check.h"
 
 namespace attune {
 
 std::vector<int> free_micro_batch_sizes(const Policy& policy, const Recipe& baseline) {
-  const auto given = baseline.flags.find("--micro-batch-size");
-  if (given == baseline.flags.end()) return {};
-  int size = 0;
-  const std::string& text = given->second;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), size);
-  if (error != std::errc() || end != text.data() + text.size() || size <= 0) return {};
+  const double given = sim::recipe_number(baseline, "--micro-batch-size", 0);
+  const int size = static_cast<int>(given);
+  if (size <= 0 || size != given) return {};
   Recipe doubled = baseline;
   if (!set_flag(doubled, "--micro-batch-size", std::to_string(2 * size)).ok() ||
       !check_config(policy, baseline, doubled).allowed) {

@@ -11,6 +11,7 @@
 #include "adapters/tuner/random_tuner.h"
 #include "core/campaign_file.h"
 #include "core/control_state.h"
+#include "gate/config_check.h"
 #include "gate/policy.h"
 
 namespace attune {
@@ -67,7 +68,8 @@ int micro_batch_draws(const std::vector<int>& sizes) {
     const TunerAnswer answer = tuner.next(TunerView{state, minimax.spec.baseline, 0});
     const auto* proposal = std::get_if<TunerProposal>(&answer);
     if (proposal == nullptr) continue;
-    const std::vector<SettingChange> diff = diff_recipes(minimax.spec.baseline, proposal->recipe);
+    const std::vector<SettingChange> diff =
+        effective_changes(minimax.spec.baseline, proposal->recipe);
     draws += diff.size() == 1 && diff[0].name == "--micro-batch-size" ? 1 : 0;
   }
   return draws;

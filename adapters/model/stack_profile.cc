@@ -54,6 +54,9 @@ CostFactors times(CostFactors a, const CostFactors& b) {
 Prediction predict_on_stack(const Workload& workload, ResolvedLayout resolved,
                             const StackProfile& stack, const CostFactors& factors) {
   if (!stack.cuda_graphs) resolved.layout.cuda_graph = CudaGraphImpl::kNone;
+  if (stack.variable_seq_lengths && resolved.layout.dispatcher == Dispatcher::kAllgather) {
+    resolved.layout.dispatcher = Dispatcher::kAlltoall;
+  }
   Prediction p = predict_resolved(workload, resolved, factors);
   if (!p.valid) return p;
   const double microbatch_slots = resolved.microbatches + resolved.layout.pp - 1.0;
@@ -86,6 +89,7 @@ Result<StackProfile> parse_stack_toml(std::string_view text, std::string_view so
   f.read("loop.between_steps_s", stack.between_steps_s, false, 0.0, kBetweenStepsMaxS);
   f.read("loop.per_microbatch_s", stack.per_microbatch_s, false, 0.0, kPerMicrobatchMaxS);
   f.read("loop.cuda_graphs", stack.cuda_graphs, false);
+  f.read("loop.variable_seq_lengths", stack.variable_seq_lengths, false);
   Status status = f.finish();
   if (!status.ok()) return make_error(status.error());
   return stack;

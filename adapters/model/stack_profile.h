@@ -34,13 +34,18 @@ struct StackProfile {
   // False: the stack cannot capture CUDA graphs, so a recipe's graph flags capture nothing and
   // its kernels launch eagerly (and need no graph memory).
   bool cuda_graphs = true;
+  // True: the stack always runs Megatron with variable sequence lengths (packed rows), which the
+  // allgather token dispatcher does not support, so it swaps that dispatcher for alltoall before
+  // the run (slime does, in its validate_args). The recipe keeps the flag it was written with.
+  bool variable_seq_lengths = false;
 };
 
 // Each term of `a` times the same term of `b`.
 CostFactors times(CostFactors a, const CostFactors& b);
 
 // What a run of `resolved` does on `stack`, with the cost terms scaled by `factors` (the stack's
-// own factors already folded in by the caller): without CUDA graphs the recipe runs eagerly; the
+// own factors already folded in by the caller): without CUDA graphs the recipe runs eagerly, with
+// variable sequence lengths the allgather dispatcher runs as alltoall; the
 // loop's time around each microbatch (on the critical rank: its own microbatches plus the
 // pipeline's fill) and between steps is the breakdown's loop_s, with the GPU idle.
 Prediction predict_on_stack(const Workload& workload, ResolvedLayout resolved,

@@ -207,7 +207,9 @@ std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
   std::vector<Dispatcher> dispatchers{base.dispatcher};
   if (options.vary_dispatcher && is_moe(w.model)) {
     for (Dispatcher d : {Dispatcher::kAlltoall, Dispatcher::kFlex, Dispatcher::kAllgather}) {
-      if (d != base.dispatcher) dispatchers.push_back(d);
+      // A stack that swaps allgather for alltoall would run that draw as its alltoall twin.
+      const bool swapped = d == Dispatcher::kAllgather && options.stack.variable_seq_lengths;
+      if (d != base.dispatcher && !swapped) dispatchers.push_back(d);
     }
   }
   std::vector<bool> offloads{base.optimizer_cpu_offload};

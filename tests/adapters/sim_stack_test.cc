@@ -113,6 +113,46 @@ TEST(SimStack, ASweepOnAStackWithoutGraphsTriesNoGraphs) {
   EXPECT_LT(without->layouts_considered, with_graphs->layouts_considered);
 }
 
+TEST(SimStack, WithVariableSequenceLengthsAnAllgatherRecipeRunsAsAlltoall) {
+  const Workload w = qwen_workload();
+  const Recipe alltoall = qwen_baseline();  // EP 8 with the alltoall dispatcher
+  const Recipe allgather = with(alltoall, "moe-token-dispatcher-type", "allgather");
+  StackProfile varlen;
+  varlen.variable_seq_lengths = true;
+  const Prediction swapped = predict_on_stack(w, allgather, varlen);
+  const Prediction twin = predict_on_stack(w, alltoall, varlen);
+  ASSERT_TRUE(swapped.valid && twin.valid) << swapped.error;
+  EXPECT_EQ(swapped.step_time_s, twin.step_time_s);
+  EXPECT_EQ(swapped.peak_memory_gib, twin.peak_memory_gib);
+  // A stack with fixed lengths runs the allgather dispatcher itself, so the test above could fail.
+  const Prediction own = predict_on_stack(w, allgather, StackProfile{});
+  EXPECT_NE(own.step_time_s, predict_on_stack(w, alltoall, StackProfile{}).step_time_s);
+
+  EXPECT_TRUE(preset_stack("slime").variable_seq_lengths);
+  EXPECT_FALSE(preset_stack("megatron-bridge").variable_seq_lengths);
+  Result<StackProfile> bad =
+      parse_stack_toml("name = \"x\"\n[loop]\nvariable_seq_lengths = 2\n", "s.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(contains(bad.error(), "s.toml:3")) << bad.error();
+
+  // The oracle does not try what such a stack would run as another draw.
+  SweepOptions options;
+  options.top_k = 400;
+  const auto count_allgather = [](const SweepResult& result) {
+    return std::count_if(result.best.begin(), result.best.end(), [](const SweepEntry& e) {
+      return e.layout.layout.dispatcher == Dispatcher::kAllgather;
+    });
+  };
+  Result<SweepResult> fixed = sweep(w, alltoall, options);
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_GT(count_allgather(fixed.value()), 0);
+  options.stack = varlen;
+  Result<SweepResult> packed = sweep(w, alltoall, options);
+  ASSERT_TRUE(packed.ok());
+  EXPECT_EQ(count_allgather(packed.value()), 0);
+  EXPECT_LT(packed->layouts_considered, fixed->layouts_considered);
+}
+
 TEST(SimStack, TheLoopAddsItsTimePerMicrobatchSlotAndPerStep) {
   const Workload w = qwen_workload();
   const Recipe recipe = qwen_baseline();

@@ -79,6 +79,7 @@ constexpr std::string_view kSeqLength = "--seq-length";
 constexpr std::string_view kGlobalBatch = "--global-batch-size";
 constexpr std::string_view kMaxConnectionsEnv = "CUDA_DEVICE_MAX_CONNECTIONS";
 constexpr std::string_view kFusedGroupedMlpEnv = "NVTE_CUTEDSL_FUSED_GROUPED_MLP";
+constexpr std::string_view kTeOpFuser = "--use-transformer-engine-op-fuser";
 
 // Megatron's text for each enum value, in enum order.
 constexpr std::string_view kGranularityNames[] = {"", "selective", "full"};
@@ -281,6 +282,7 @@ Layout build_default_layout() {
   d.mtp_layers = catalog_int(c, kMtpLayers);
   d.fp8_recipe = catalog_text(c, kFp8Recipe);
   d.fp16 = catalog_switch(c, kFp16);
+  d.te_op_fuser = catalog_switch(c, kTeOpFuser);
   return d;
 }
 
@@ -938,6 +940,7 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   l.fp8_format_set = f.has(kFp8Format);
   f.read_text(kFp8Recipe, l.fp8_recipe);
   f.read_switch(kFp16, l.fp16);
+  f.read_switch(kTeOpFuser, l.te_op_fuser);
   auto env = recipe.env.find(std::string(kMaxConnectionsEnv));
   l.cuda_device_max_connections_one = env != recipe.env.end() && env->second == "1";
   auto fused_mlp = recipe.env.find(std::string(kFusedGroupedMlpEnv));

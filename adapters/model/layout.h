@@ -129,8 +129,11 @@ struct Layout {
   bool fp16 = false;
   bool cuda_device_max_connections_one = false;  // env CUDA_DEVICE_MAX_CONNECTIONS=1
   // env NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: Transformer Engine's fused grouped MLP for the experts
-  // (CuTe DSL, Blackwell): both grouped GEMMs and the activation in one kernel.
+  // (CuTe DSL): both grouped GEMMs and the activation in one kernel. Transformer Engine runs it
+  // only through its op fuser, on compute capability 10, with an MXFP8 recipe; elsewhere the
+  // variable does nothing (performance_model.cc).
   bool fused_grouped_mlp = false;
+  bool te_op_fuser = false;  // --use-transformer-engine-op-fuser
 };
 
 // A Layout with Megatron's default for every setting, read from ArgCatalog::megatron().

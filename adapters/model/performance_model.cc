@@ -268,6 +268,16 @@ double attention_efficiency(const HardwareSpec& hw, double key_tokens, double he
   return peak_fraction * length * head;
 }
 
+// Whether Transformer Engine runs the experts as its fused grouped MLP: the variable asks for it,
+// and TE takes that path only for grouped GEMMs through its op fuser, on compute capability 10,
+// with a block-scaled (MXFP8) recipe; elsewhere the same modules run unfused.
+bool runs_fused_grouped_mlp(const Context& c) {
+  const Layout& l = c.l;
+  const bool blackwell = c.hw.compute_capability >= 10.0 && c.hw.compute_capability < 11.0;
+  return l.fused_grouped_mlp && l.grouped_gemm && l.te_op_fuser && blackwell && c.fp8 &&
+         l.fp8_recipe == "mxfp8";
+}
+
 // Host operations of the token dispatch (or the combine): the flex backends lay out and permute
 // tokens inside their communication kernels; the others permute with separate kernels (fewer with
 // --moe-permute-fusion) around an all-to-all or all-gather.
@@ -415,9 +425,10 @@ LayerParts layer_parts(const Context& c) {
     const double expert_tokens = l.ep * l.etp * copies / E;
     const double f_e = m.moe_ffn_hidden_size / static_cast<double>(l.etp);
     const double up = m.gated_linear_unit ? 2 : 1;
-    const double grouped = !l.grouped_gemm       ? 1.0
-                           : l.fused_grouped_mlp ? kFusedGroupedMlpEfficiency
-                                                 : kGroupedGemmEfficiency;
+    const bool fused = runs_fused_grouped_mlp(c);
+    const double grouped = !l.grouped_gemm ? 1.0
+                           : fused         ? kFusedGroupedMlpEfficiency
+                                           : kGroupedGemmEfficiency;
     parts.experts.gemm =
         local_experts *
         (gemm_s(c, 2 * expert_tokens * h * up * f_e, expert_tokens, up * f_e, h, c.fp8) +
@@ -426,7 +437,7 @@ LayerParts layer_parts(const Context& c) {
     parts.experts.host_ops = (l.grouped_gemm ? 6 : 4 * local_experts) + (c.fp8 ? 4 : 0);
     double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
     if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
-    if (l.grouped_gemm && l.fused_grouped_mlp) act_bytes = 0;  // in the GEMMs' epilogues
+    if (fused) act_bytes = 0;  // in the GEMMs' epilogues
     parts.experts_act.elementwise = memory_s(c, act_bytes);
     parts.experts_act.host_ops = 2;
     if (m.moe_shared_expert_intermediate_size > 0) {

@@ -199,8 +199,9 @@ std::string other_setting(const PublishedRow& r, std::string_view key) {
   return "";
 }
 
-// The settings of the source's other column that change the layout or the overlap: the uneven
-// pipeline split, sequence parallelism and the shared-expert overlap.
+// The settings of the source's other column the model reads: the uneven pipeline split, the
+// shared-expert overlap, bf16 gradient reduction, activation offload and Transformer Engine's op
+// fuser (the fused grouped MLP runs only through it).
 std::string other_flags(const PublishedRow& r) {
   std::string flags;
   if (other_setting(r, "account_for_embedding_in_pipeline_split") == "True") {
@@ -213,6 +214,9 @@ std::string other_flags(const PublishedRow& r) {
     flags += " --moe-shared-expert-overlap";
   }
   if (other_setting(r, "ddp.grad_reduce_in_fp32") == "False") flags += " --grad-reduce-in-bf16";
+  if (other_setting(r, "use_transformer_engine_op_fuser") == "True") {
+    flags += " --use-transformer-engine-op-fuser";
+  }
   if (other_setting(r, "cpu_offloading") == "True") {
     const std::string layers = other_setting(r, "cpu_offloading_num_layers");
     if (!layers.empty()) flags += " --cpu-offloading-num-layers " + layers;

@@ -210,40 +210,50 @@ TEST(SimPerformance, SlidingWindowLayersRunAtTheirOwnEfficiency) {
 // and a dense model or a recipe without grouped GEMMs is unaffected.
 TEST(SimPerformance, TheFusedGroupedMlpSpeedsTheExpertsOnly) {
   const std::string flags =
-      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 2 "
-      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer";
-  const Workload w = workload("qwen3-30b-a3b", "b200", 8, 4096, 256);
-  auto with_env = [](const std::string& env, const std::string& rest) {
-    return env + " NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 " + rest;
-  };
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
+      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
+      "--fp8-recipe mxfp8";
+  const Workload w = workload("qwen3-30b-a3b", "b200", 8, 4096, 256, Precision::kFp8);
   auto predict_text = [&](const Workload& on, const std::string& text) {
     Result<Recipe> recipe = parse_recipe(text);
     EXPECT_TRUE(recipe.ok()) << recipe.error();
     return predict(on, recipe.value());
   };
-  const std::string base = "CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py ";
-  const Prediction grouped = predict_text(w, base + flags + " --moe-grouped-gemm");
-  const Prediction fused =
-      predict_text(w, with_env("CUDA_DEVICE_MAX_CONNECTIONS=1",
-                               "python pretrain_gpt.py " + flags + " --moe-grouped-gemm"));
+  const std::string plain = "CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py ";
+  const std::string asked = "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 " + plain;
+  const std::string fuser = " --moe-grouped-gemm --use-transformer-engine-op-fuser";
+  const Prediction grouped = predict_text(w, plain + flags + fuser);
+  const Prediction fused = predict_text(w, asked + flags + fuser);
   ASSERT_TRUE(grouped.valid && fused.valid) << grouped.error << fused.error;
   EXPECT_LT(fused.breakdown.gemm_s, 0.8 * grouped.breakdown.gemm_s);
   EXPECT_LT(fused.breakdown.elementwise_s, grouped.breakdown.elementwise_s);
   EXPECT_DOUBLE_EQ(fused.breakdown.attention_s, grouped.breakdown.attention_s);
   EXPECT_DOUBLE_EQ(fused.breakdown.ep_a2a_s, grouped.breakdown.ep_a2a_s);
   EXPECT_GT(fused.tokens_per_s_per_gpu, grouped.tokens_per_s_per_gpu);
-  // Without grouped GEMMs the variable does nothing.
-  const Prediction loop = predict_text(w, base + flags);
-  const Prediction loop_env =
-      predict_text(w, with_env("CUDA_DEVICE_MAX_CONNECTIONS=1", "python pretrain_gpt.py " + flags));
-  EXPECT_DOUBLE_EQ(loop.step_time_s, loop_env.step_time_s);
+  // Transformer Engine takes the fused path only through its op fuser, on compute capability 10,
+  // with a block-scaled recipe, and for grouped GEMMs; elsewhere the variable does nothing.
+  const auto unchanged = [&](const Workload& on, const std::string& rest) {
+    const Prediction a = predict_text(on, plain + rest);
+    const Prediction b = predict_text(on, asked + rest);
+    EXPECT_TRUE(a.valid && b.valid) << a.error << b.error;
+    EXPECT_DOUBLE_EQ(a.breakdown.gemm_s, b.breakdown.gemm_s) << rest;
+    EXPECT_DOUBLE_EQ(a.step_time_s, b.step_time_s) << rest;
+  };
+  unchanged(w, flags + " --moe-grouped-gemm");  // no op fuser
+  unchanged(w, flags + " --use-transformer-engine-op-fuser");  // no grouped GEMMs
+  unchanged(workload("qwen3-30b-a3b", "h100", 8, 4096, 256, Precision::kFp8), flags + fuser);
+  const std::string tensorwise =
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
+      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
+      "--fp8-recipe tensorwise";
+  unchanged(w, tensorwise + fuser);
+  const std::string bf16 =
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
+      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer";
+  unchanged(workload("qwen3-30b-a3b", "b200", 8, 4096, 256), bf16 + fuser);
   // A dense model has no experts to fuse.
-  const Workload dense = workload("llama3.1-8b", "b200", 8, 4096, 256);
-  const std::string dense_flags = "--micro-batch-size 1 --use-distributed-optimizer";
-  EXPECT_DOUBLE_EQ(predict_text(dense, base + dense_flags).step_time_s,
-                   predict_text(dense, with_env("CUDA_DEVICE_MAX_CONNECTIONS=1",
-                                                "python pretrain_gpt.py " + dense_flags))
-                       .step_time_s);
+  unchanged(workload("llama3.1-8b", "b200", 8, 4096, 256),
+            "--micro-batch-size 1 --use-distributed-optimizer --use-transformer-engine-op-fuser");
 }
 
 // Overlapped communication is not free: its kernels hold SMs, so the compute it overlaps runs

@@ -168,6 +168,9 @@ TEST(SimPublished, RowsArePricedWithTheSettingsTheirSourceStates) {
   auto earlier = published_case(row_named(rows, "mb-26.04-deepseek-v3-gb200-256-fp8-mx"));
   ASSERT_TRUE(earlier.ok()) << earlier.error();
   EXPECT_FALSE(earlier->recipe.env.contains("NVTE_CUTEDSL_FUSED_GROUPED_MLP"));
+  // The fused MLP runs through Transformer Engine's op fuser, which the row's settings turn on.
+  EXPECT_TRUE(f.contains("--use-transformer-engine-op-fuser"));
+  EXPECT_FALSE(earlier->recipe.flags.contains("--use-transformer-engine-op-fuser"));
   // Full recompute with its method and layer count.
   auto full = published_case(row_named(rows, "mb-25.11-llama3-8b-h100-8-fp8-cs"));
   ASSERT_TRUE(full.ok()) << full.error();

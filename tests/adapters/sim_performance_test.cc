@@ -239,7 +239,7 @@ TEST(SimPerformance, TheFusedGroupedMlpSpeedsTheExpertsOnly) {
     EXPECT_DOUBLE_EQ(a.breakdown.gemm_s, b.breakdown.gemm_s) << rest;
     EXPECT_DOUBLE_EQ(a.step_time_s, b.step_time_s) << rest;
   };
-  unchanged(w, flags + " --moe-grouped-gemm");  // no op fuser
+  unchanged(w, flags + " --moe-grouped-gemm");                 // no op fuser
   unchanged(w, flags + " --use-transformer-engine-op-fuser");  // no grouped GEMMs
   unchanged(workload("qwen3-30b-a3b", "h100", 8, 4096, 256, Precision::kFp8), flags + fuser);
   const std::string tensorwise =

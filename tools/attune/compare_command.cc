@@ -55,8 +55,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kRepeats = 2;
-constexpr int kMeasureTries = 3;  // a repeat without a measurement is run again, twice at most
 constexpr int kOracleRecipes = 5;
 constexpr int kOracleCandidatesMax = 400;  // the estimator's best layouts the oracle may probe
 constexpr std::uint64_t kOracleProbeSeed = 0x0a7c1e;
@@ -353,42 +351,16 @@ std::vector<std::string> oracle_recipes(const Setup& setup, const CampaignSpec& 
   return hashes;
 }
 
-struct Repeats {
-  std::map<std::string, std::vector<double>> values;  // by recipe hash, in measuring order
-  int third = 0;                                      // recipes that got a third repeat
-  int rerun = 0;  // measurements run again because a repeat produced none
-};
-
-// The final stage's repeats: two of each recipe in one shuffled order, a repeat without a
-// measurement run again (kMeasureTries in all), then a third repeat of each recipe whose two
-// differ by more than `band`, in a shuffled order.
-Repeats measure_repeats(const sim::World& world, const CampaignSpec& spec,
-                        const std::map<std::string, Recipe>& recipes, double band) {
-  Repeats out;
-  std::uint64_t runs = 0;
-  auto measure = [&](const std::string& hash) {
-    double value = 0;
-    for (int attempt = 0; attempt < kMeasureTries && value <= 0; ++attempt) {
-      if (attempt > 0) ++out.rerun;
-      value = measure_once(world, spec, recipes.at(hash), 0xf17a1000ULL + runs++);
-    }
-    out.values[hash].push_back(value);
-  };
-  std::vector<std::string> order;
-  for (const auto& [hash, recipe] : recipes) {
-    for (int i = 0; i < kRepeats; ++i) order.push_back(hash);
-  }
-  std::mt19937_64 shuffle(0x5eedc0deULL ^ spec.reality_seed);
-  std::shuffle(order.begin(), order.end(), shuffle);
-  for (const std::string& hash : order) measure(hash);
-  std::vector<std::string> third;
-  for (const auto& [hash, v] : out.values) {
-    if (repeats_disagree(v, band)) third.push_back(hash);
-  }
-  std::shuffle(third.begin(), third.end(), shuffle);
-  for (const std::string& hash : third) measure(hash);
-  out.third = static_cast<int>(third.size());
-  return out;
+// The final stage's repeats of every recipe (projections/final_stage), each run in `world`.
+FinalStageRepeats measure_repeats(const sim::World& world, const CampaignSpec& spec,
+                                  const std::map<std::string, Recipe>& recipes, double band) {
+  std::vector<std::string> keys;
+  for (const auto& [hash, recipe] : recipes) keys.push_back(hash);
+  return measure_final_stage(keys, band, 0x5eedc0deULL ^ spec.reality_seed,
+                             [&](const std::string& hash, std::uint64_t run) {
+                               return measure_once(world, spec, recipes.at(hash),
+                                                   0xf17a1000ULL + run);
+                             });
 }
 
 // The final stage: the band (the campaigns' mean), the repeats of every recipe in the same
@@ -413,7 +385,7 @@ void final_stage(const Setup& setup, const std::map<std::string, Recipe>& measur
   const sim::World world(setup.workload, config);
   std::map<std::string, Recipe> recipes = measured;
   const std::vector<std::string> oracle_hashes = oracle_recipes(setup, spec, world, recipes);
-  const Repeats repeats = measure_repeats(world, spec, recipes, out.band);
+  const FinalStageRepeats repeats = measure_repeats(world, spec, recipes, out.band);
   out.third_repeats = repeats.third;
   out.rerun_repeats = repeats.rerun;
   auto repeats_of = [&](const std::string& hash) {

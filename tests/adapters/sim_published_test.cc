@@ -5,6 +5,7 @@
 #include "adapters/model/published.h"
 
 #include "adapters/model/flops.h"
+#include "adapters/model/performance_model.h"
 
 #include <gtest/gtest.h>
 
@@ -171,6 +172,13 @@ TEST(SimPublished, RowsArePricedWithTheSettingsTheirSourceStates) {
   // The fused MLP runs through Transformer Engine's op fuser, which the row's settings turn on.
   EXPECT_TRUE(f.contains("--use-transformer-engine-op-fuser"));
   EXPECT_FALSE(earlier->recipe.flags.contains("--use-transformer-engine-op-fuser"));
+  // Qwen3-235B-A22B's 94 layers split over 8 stages of 4 virtual stages only with the embedding
+  // and the loss counted as layers, which the model zoo's config for it sets.
+  auto zoo = published_case(row_named(rows, "mz-qwen3-235b-h100-256-deepep-tp2pp8vp4ep32"));
+  ASSERT_TRUE(zoo.ok()) << zoo.error();
+  EXPECT_TRUE(zoo->recipe.flags.contains("--account-for-embedding-in-pipeline-split"));
+  EXPECT_TRUE(zoo->recipe.flags.contains("--account-for-loss-in-pipeline-split"));
+  EXPECT_TRUE(predict(zoo->workload, zoo->recipe).valid);
   // Full recompute with its method and layer count.
   auto full = published_case(row_named(rows, "mb-25.11-llama3-8b-h100-8-fp8-cs"));
   ASSERT_TRUE(full.ok()) << full.error();

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
+#include "events/assert.h"
 #include "projections/baseline_band.h"
 
 namespace attune {
@@ -37,6 +39,8 @@ FinalStageRepeats measure_final_stage(const std::vector<std::string>& keys, doub
     }
     out.values[key].push_back(value);
   };
+  ATTUNE_ASSERT(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size(),
+                "the final stage measures each recipe once per repeat");
   std::vector<std::string> order;
   for (const std::string& key : keys) {
     for (int i = 0; i < kFinalStageRepeats; ++i) order.push_back(key);

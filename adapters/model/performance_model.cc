@@ -39,8 +39,7 @@ constexpr double kDdpBucketParams = 40e6;  // Megatron's default bucket (>= 40M 
 // DeepSeek-V3 and Qwen3-235B-A22B, which alone would take 0.7 for the first; below 0.77 the
 // paper's GLM-4.5 finding (TP1 at 16 stages with full recomputation beats DeepEP) no longer
 // holds in its world, so 0.8. Checked on the rows of the other models (attune sim calibrate).
-// The fused kernel is written for Blackwell: every published row that sets it is one, and the
-// model does not check the GPU.
+// Transformer Engine runs the fused kernel only where runs_fused_grouped_mlp says.
 constexpr double kGroupedGemmEfficiency = 0.8;
 constexpr double kFusedGroupedMlpEfficiency = 1.2;
 // DeepEP / HybridEP reach this fraction of NVLink bandwidth (DeepEP V2 on SM100: 726 of 900;

@@ -51,12 +51,17 @@ CostFactors times(CostFactors a, const CostFactors& b) {
   return a;
 }
 
-Prediction predict_on_stack(const Workload& workload, ResolvedLayout resolved,
-                            const StackProfile& stack, const CostFactors& factors) {
+ResolvedLayout layout_on_stack(const StackProfile& stack, ResolvedLayout resolved) {
   if (!stack.cuda_graphs) resolved.layout.cuda_graph = CudaGraphImpl::kNone;
   if (stack.variable_seq_lengths && resolved.layout.dispatcher == Dispatcher::kAllgather) {
     resolved.layout.dispatcher = Dispatcher::kAlltoall;
   }
+  return resolved;
+}
+
+Prediction predict_on_stack(const Workload& workload, ResolvedLayout resolved,
+                            const StackProfile& stack, const CostFactors& factors) {
+  resolved = layout_on_stack(stack, std::move(resolved));
   Prediction p = predict_resolved(workload, resolved, factors);
   if (!p.valid) return p;
   const double microbatch_slots = resolved.microbatches + resolved.layout.pp - 1.0;

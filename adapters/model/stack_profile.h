@@ -43,6 +43,10 @@ struct StackProfile {
 // Each term of `a` times the same term of `b`.
 CostFactors times(CostFactors a, const CostFactors& b);
 
+// The layout as `stack` runs it: without CUDA graphs the recipe's graph flags capture nothing;
+// with variable sequence lengths an allgather dispatcher runs as alltoall.
+ResolvedLayout layout_on_stack(const StackProfile& stack, ResolvedLayout resolved);
+
 // What a run of `resolved` does on `stack`, with the cost terms scaled by `factors` (the stack's
 // own factors already folded in by the caller): without CUDA graphs the recipe runs eagerly, with
 // variable sequence lengths the allgather dispatcher runs as alltoall; the

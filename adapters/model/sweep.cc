@@ -312,6 +312,13 @@ Layout candidate(const Layout& base, const ParallelShape& s, const ExpertShape& 
   return l;
 }
 
+// On a stack that runs allgather as alltoall, an alltoall draw without the overlaps allgather
+// cannot have is the run the allgather baseline's own draw already is.
+bool alltoall_twin_of_base(const StackProfile& stack, const Layout& base, const Layout& l) {
+  return stack.variable_seq_lengths && base.dispatcher == Dispatcher::kAllgather &&
+         l.dispatcher == Dispatcher::kAlltoall && !l.ep_overlap && !l.shared_expert_overlap;
+}
+
 }  // namespace
 
 Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const SweepOptions& options) {
@@ -343,8 +350,10 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
         if (k.cuda_graph != base.cuda_graph && k.cuda_graph != CudaGraphImpl::kNone &&
             k.recompute.granularity == RecomputeGranularity::kFull)
           continue;
+        const Layout drawn = candidate(base, shape, experts, k);
+        if (alltoall_twin_of_base(options.stack, base, drawn)) continue;
         ++result.layouts_considered;
-        Result<ResolvedLayout> resolved = resolve_layout(w, candidate(base, shape, experts, k));
+        Result<ResolvedLayout> resolved = resolve_layout(w, drawn);
         if (!resolved.ok()) continue;
         ++result.layouts_valid;
         Prediction prediction =

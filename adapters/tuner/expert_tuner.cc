@@ -280,9 +280,9 @@ void copy_move_fields(sim::Layout& into, const sim::Layout& from, const std::str
   }
 }
 
-// The values a non-layout move can take from `parent`.
-std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::Layout& parent,
-                                     const std::string& move) {
+// The values a non-layout move can take from `parent` on `stack`.
+std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::StackProfile& stack,
+                                     const sim::Layout& parent, const std::string& move) {
   std::vector<sim::Layout> out;
   const bool moe = w.model.num_experts > 0;
   auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
@@ -323,6 +323,8 @@ std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::Layout& 
     for (sim::Dispatcher d :
          {sim::Dispatcher::kFlex, sim::Dispatcher::kAlltoall, sim::Dispatcher::kAllgather}) {
       if (d == parent.dispatcher) continue;
+      // A stack with variable sequence lengths runs allgather as alltoall: no move of its own.
+      if (d == sim::Dispatcher::kAllgather && stack.variable_seq_lengths) continue;
       sim::Layout l = parent;
       l.dispatcher = d;
       l.flex_backend = sim::FlexBackend::kDeepep;
@@ -434,7 +436,7 @@ std::optional<Valued> fastest_value(const Context& c, const Recipe& from, const 
                                     const std::string& move,
                                     const std::function<bool(const sim::Layout&)>& accept) {
   std::optional<Valued> best;
-  for (const sim::Layout& value : move_values(c.w, layout, move)) {
+  for (const sim::Layout& value : move_values(c.w, c.stack, layout, move)) {
     if (!accept(value) || out_of_bounds(c, move, value)) continue;
     auto recipe = sim::apply_layout(from, value);
     if (!recipe.ok() || !check_config(c.policy, c.baseline, recipe.value()).allowed) continue;
@@ -521,7 +523,7 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
   }
   for (const std::string& move : moves) {
     const std::vector<const CatalogLever*> levers = c.catalog.of_move(move);
-    for (const sim::Layout& value : move_values(c.w, parent_layout, move)) {
+    for (const sim::Layout& value : move_values(c.w, c.stack, parent_layout, move)) {
       if (out_of_bounds(c, move, value)) continue;
       auto recipe = sim::apply_layout(parent_recipe, value);
       if (!recipe.ok()) continue;
@@ -800,7 +802,7 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
   const Recipe failed = recipe_of(c.state, id, c.baseline);
   auto layout = sim::decode_layout(c.w, failed);
   if (!layout.ok()) return std::nullopt;
-  for (const sim::Layout& value : move_values(c.w, layout.value(), retry.move)) {
+  for (const sim::Layout& value : move_values(c.w, c.stack, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
     if (hung && value.overlap_grad_reduce == hung->overlap_grad_reduce &&
         value.overlap_param_gather == hung->overlap_param_gather) {

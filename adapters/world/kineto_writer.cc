@@ -674,11 +674,17 @@ void share_by_weight(StagePlan& plan) {
 
 void plan_stage(const Workload& workload, const Recipe& recipe, const SimulatedRun& run, int stage,
                 const TraceOptions& options, TracedStage& t) {
-  Result<Layout> layout = decode_layout(workload, recipe);
-  ATTUNE_ASSERT(layout.ok(), "a simulated run has a valid layout");
-  Result<ResolvedLayout> resolved = resolve_layout(workload, *layout);
-  ATTUNE_ASSERT(resolved.ok(), "a simulated run has a valid layout");
-  t.resolved = std::move(resolved).value();
+  // The kernels are those of the layout as it ran on the stack (graphs it cannot capture run
+  // eagerly, a dispatcher it swaps runs as the other one).
+  if (run.layout) {
+    t.resolved = *run.layout;
+  } else {
+    Result<Layout> layout = decode_layout(workload, recipe);
+    ATTUNE_ASSERT(layout.ok(), "a simulated run has a valid layout");
+    Result<ResolvedLayout> resolved = resolve_layout(workload, *layout);
+    ATTUNE_ASSERT(resolved.ok(), "a simulated run has a valid layout");
+    t.resolved = std::move(resolved).value();
+  }
   const Layout& l = t.resolved.layout;
   ATTUNE_ASSERT(stage >= 0 && stage < l.pp, "the traced stage exists");
   t.stage = stage;

@@ -241,9 +241,12 @@ SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uin
     return fail_at_startup(JobOutcome::kInvalidAtStartup, layout.error(), kInvalidAtStartupS);
   }
   Result<ResolvedLayout> resolved = resolve_layout(workload_, *layout);
-  if (resolved.ok())
-    run.prediction = predict_on_stack(workload_, *resolved, config_.stack, factors_);
+  if (resolved.ok()) {
+    run.layout = layout_on_stack(config_.stack, *resolved);
+    run.prediction = predict_on_stack(workload_, *run.layout, config_.stack, factors_);
+  }
   if (!resolved.ok() || !run.prediction.valid) {
+    run.layout.reset();
     return fail_at_startup(JobOutcome::kInvalidAtStartup,
                            resolved.ok() ? run.prediction.error : resolved.error(),
                            kInvalidAtStartupS);

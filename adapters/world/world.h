@@ -120,6 +120,9 @@ struct SimulatedRun {
   LossCurve loss;                 // values for the steps requested; the log prints completed ones
   std::vector<double> peak_memory_gib_by_stage;
   Prediction prediction;  // the world's prediction: hidden factors applied, before noise
+  // The layout as it ran on the world's stack (layout_on_stack); empty when the recipe was
+  // refused at start-up.
+  std::optional<ResolvedLayout> layout;
 };
 
 class World {

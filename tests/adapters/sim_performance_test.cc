@@ -249,7 +249,7 @@ TEST(SimPerformance, TheFusedGroupedMlpSpeedsTheExpertsOnly) {
   unchanged(w, tensorwise + fuser);
   const std::string bf16 =
       "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
-      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer";
+      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-recipe mxfp8";
   unchanged(workload("qwen3-30b-a3b", "b200", 8, 4096, 256), bf16 + fuser);
   // A dense model has no experts to fuse.
   unchanged(workload("llama3.1-8b", "b200", 8, 4096, 256),

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "adapters/model/performance_model.h"
 #include "adapters/model/presets.h"
 #include "adapters/model/sweep.h"
+#include "adapters/world/kineto_writer.h"
 #include "adapters/world/world.h"
 #include "tests/adapters/sim_world_fixtures.h"
 
@@ -151,6 +154,42 @@ TEST(SimStack, WithVariableSequenceLengthsAnAllgatherRecipeRunsAsAlltoall) {
   ASSERT_TRUE(packed.ok());
   EXPECT_EQ(count_allgather(packed.value()), 0);
   EXPECT_LT(packed->layouts_considered, fixed->layouts_considered);
+
+  // From an allgather baseline, an alltoall draw without overlaps is the baseline's own draw
+  // again; only the overlaps allgather cannot have make an alltoall draw new.
+  options.stack = varlen;
+  Result<SweepResult> from_allgather = sweep(w, allgather, options);
+  ASSERT_TRUE(from_allgather.ok());
+  for (const SweepEntry& e : from_allgather->best) {
+    const Layout& l = e.layout.layout;
+    EXPECT_FALSE(l.dispatcher == Dispatcher::kAlltoall && !l.ep_overlap &&
+                 !l.shared_expert_overlap);
+  }
+}
+
+// The trace of a run shows the kernels of the layout as the stack ran it.
+TEST(SimStack, ATraceShowsTheDispatcherTheStackRan) {
+  const Workload w = qwen_workload();
+  const Recipe allgather = with(qwen_baseline(), "moe-token-dispatcher-type", "allgather");
+  const auto collectives = [&](bool varlen) {
+    WorldConfig config;
+    config.infra_failures_per_node_hour = 0;
+    config.slow_node_probability = 0;
+    config.stack.variable_seq_lengths = varlen;
+    const World world(w, config);
+    const SimulatedRun run = world.simulate(allgather, 1, 1, {}, true);
+    EXPECT_EQ(run.outcome, JobOutcome::kCompleted) << run.error;
+    std::set<std::string> names;
+    if (run.outcome != JobOutcome::kCompleted) return names;
+    EXPECT_TRUE(run.layout.has_value());
+    const kineto::TraceRecords trace = stage_trace(w, allgather, run, 0, TraceOptions{});
+    for (const kineto::GpuRow& row : trace.gpu) {
+      if (row.collective) names.insert(row.collective->collective);
+    }
+    return names;
+  };
+  EXPECT_FALSE(collectives(false).contains("all_to_allv"));  // allgather runs as itself
+  EXPECT_TRUE(collectives(true).contains("all_to_allv"));
 }
 
 TEST(SimStack, TheLoopAddsItsTimePerMicrobatchSlotAndPerStep) {

@@ -826,10 +826,10 @@ const Layout& default_layout() {
   return layout;
 }
 
-Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
-  const ModelSpec& model = workload.model;
-  Layout l = default_layout();
-  FlagReader f(recipe);
+namespace {
+
+// The parallel degrees, pipeline split, microbatch and tensor-parallel settings.
+void read_parallel(FlagReader& f, Layout& l) {
   f.read_int(kTp, l.tp);
   f.read_int(kPp, l.pp);
   f.read_int(kCp, l.cp);
@@ -849,7 +849,10 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   f.read_int(kMicroBatch, l.micro_batch_size);
   f.read_switch(kSequenceParallel, l.sequence_parallel);
   f.read_switch(kTpCommOverlap, l.tp_comm_overlap);
+}
 
+// Recomputation: granularity, method, layer count and modules.
+void read_recompute(FlagReader& f, Layout& l) {
   f.read_enum(kRecomputeGranularity, kGranularityNames, l.recompute);
   if (f.has(kRecomputeActivations)) l.recompute = RecomputeGranularity::kSelective;
   f.read_enum(kRecomputeMethod, kMethodNames, l.recompute_method);
@@ -869,7 +872,10 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   }
   f.read_switch(kMoeLayerRecompute, l.moe_layer_recompute);
   f.read_switch(kDistributeSaved, l.distribute_saved_activations);
+}
 
+// The MoE dispatcher, its backend and overlaps, grouped GEMMs and permutation fusion.
+void read_moe(FlagReader& f, Layout& l) {
   f.read_enum(kDispatcher, kDispatcherNames, l.dispatcher);
   f.read_enum(kFlexBackend, kBackendNames, l.flex_backend);
   f.read_switch(kEnableDeepep, l.moe_enable_deepep);
@@ -879,7 +885,10 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   f.read_switch(kSharedExpertOverlap, l.shared_expert_overlap);
   f.read_switch(kGroupedGemm, l.grouped_gemm);
   f.read_switch(kPermuteFusion, l.permute_fusion);
+}
 
+// The data-parallel and optimizer settings.
+void read_optimizer(FlagReader& f, Layout& l) {
   f.read_switch(kDistributedOptimizer, l.distributed_optimizer);
   f.read_switch(kMegatronFsdp, l.megatron_fsdp);
   f.read_switch(kOverlapGradReduce, l.overlap_grad_reduce);
@@ -898,7 +907,10 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   f.read_text(kExpAvgSqDtype, exp_avg_sq);
   l.adam_state_bytes = dtype_bytes(exp_avg) + dtype_bytes(exp_avg_sq);
   f.read_int(kOptimizerInstances, l.num_distributed_optimizer_instances);
+}
 
+// CUDA graphs: the implementation (or a deprecated flag) and the captured modules.
+void read_graphs(FlagReader& f, Layout& l) {
   const bool graph_impl_set = f.has(kCudaGraphImpl);
   f.read_enum(kCudaGraphImpl, kGraphImplNames, l.cuda_graph);
   if (f.has(kEnableCudaGraph) || f.has(kExternalCudaGraph)) {
@@ -927,6 +939,10 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
       l.cuda_graph_modules |= kGraphMoeRouter | kGraphMoePreprocess;
     }
   }
+}
+
+// The other settings the model reads, and the environment it reads.
+void read_other(FlagReader& f, const Recipe& recipe, Layout& l) {
   f.read_switch(kNoCheckNan, l.check_for_nan, true);
   f.read_switch(kCrossEntropyFusion, l.cross_entropy_fusion);
   f.read_text(kCpCommType, l.cp_comm_type);
@@ -945,7 +961,12 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   l.cuda_device_max_connections_one = env != recipe.env.end() && env->second == "1";
   auto fused_mlp = recipe.env.find(std::string(kFusedGroupedMlpEnv));
   l.fused_grouped_mlp = fused_mlp != recipe.env.end() && fused_mlp->second == "1";
+}
 
+// The recipe against the campaign's workload and model: sequence length, global batch,
+// architecture, MTP layers and precision.
+void check_against_workload(FlagReader& f, const Workload& workload, const Layout& l) {
+  const ModelSpec& model = workload.model;
   // The workload is fixed by the campaign; a recipe that says otherwise is a mistake.
   int seq_length = workload.seq_length;
   f.read_int(kSeqLength, seq_length);
@@ -979,6 +1000,20 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
     f.fail("recipe sets --fp8-format but the workload's precision is bf16");
   }
   if (l.fp16) f.fail("recipe sets --fp16; the simulator models bf16 and fp8 training only");
+}
+
+}  // namespace
+
+Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
+  Layout l = default_layout();
+  FlagReader f(recipe);
+  read_parallel(f, l);
+  read_recompute(f, l);
+  read_moe(f, l);
+  read_optimizer(f, l);
+  read_graphs(f, l);
+  read_other(f, recipe, l);
+  check_against_workload(f, workload, l);
   if (!f.error().empty()) return make_error(f.error());
   return l;
 }

@@ -309,62 +309,71 @@ Part mlp_part(const Context& c, double width, bool tp_sharded) {
   return p;
 }
 
-LayerParts layer_parts(const Context& c) {
+// The widths a layer's attention works with on one tensor-parallel rank.
+struct AttentionWidths {
+  double q_width = 0;   // query (or MLA query up-projection) columns
+  double kv_width = 0;  // key-value columns
+  double qk_dim = 0;    // per-head query-key dimension
+  double v_dim = 0;     // per-head value dimension
+};
+
+// The attention projections (MLA's down and up projections, or QKV and the output projection)
+// and their casts and TP communication.
+AttentionWidths attention_projections(const Context& c, LayerParts& parts) {
   const ModelSpec& m = c.m;
   const Layout& l = c.l;
-  const HardwareSpec& hw = c.hw;
   const double t = l.tp;
   const double h = m.hidden_size;
   const double T = c.tokens;
   const double heads = m.num_attention_heads / t;
-  LayerParts parts;
-
-  // Norms and residual adds on the residual stream (sharded under sequence parallelism).
-  parts.attn_norm.elementwise = memory_s(c, c.sp_tokens * h * 4.0);
-  parts.attn_norm.host_ops = 2;
-  parts.mlp_norm = parts.attn_norm;
-
-  // Attention projections.
   Part& lin = parts.attn_linear;
-  double q_width = 0;
-  double kv_width = 0;
-  double v_dim = m.kv_channels;
-  double qk_dim = m.kv_channels;
+  AttentionWidths a;
+  a.v_dim = m.kv_channels;
+  a.qk_dim = m.kv_channels;
   if (m.attention == AttentionKind::kMultiLatent) {
-    qk_dim = m.qk_head_dim + m.qk_pos_emb_head_dim;
-    v_dim = m.v_head_dim;
-    q_width = heads * qk_dim;
-    kv_width = heads * (m.qk_head_dim + v_dim);
+    a.qk_dim = m.qk_head_dim + m.qk_pos_emb_head_dim;
+    a.v_dim = m.v_head_dim;
+    a.q_width = heads * a.qk_dim;
+    a.kv_width = heads * (m.qk_head_dim + a.v_dim);
     const double down = m.q_lora_rank + m.kv_lora_rank + m.qk_pos_emb_head_dim;
     const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h;
     lin.gemm = gemm_s(c, 2 * T * h * down, T, down, h, c.fp8) +
-               gemm_s(c, 2 * T * heads * v_dim * h, T, h, heads * v_dim, c.fp8);
+               gemm_s(c, 2 * T * heads * a.v_dim * h, T, h, heads * a.v_dim, c.fp8);
     parts.attn_up.gemm =
-        gemm_s(c, 2 * T * q_in * q_width, T, q_width, q_in, c.fp8) +
-        gemm_s(c, 2 * T * m.kv_lora_rank * kv_width, T, kv_width, m.kv_lora_rank, c.fp8);
-    parts.attn_up.elementwise = memory_s(c, T * (q_width + kv_width) * 4.0);
+        gemm_s(c, 2 * T * q_in * a.q_width, T, a.q_width, q_in, c.fp8) +
+        gemm_s(c, 2 * T * m.kv_lora_rank * a.kv_width, T, a.kv_width, m.kv_lora_rank, c.fp8);
+    parts.attn_up.elementwise = memory_s(c, T * (a.q_width + a.kv_width) * 4.0);
     parts.attn_up.host_ops = 6;
     lin.elementwise = memory_s(c, T * down * 8.0 + c.sp_tokens * h * 6.0);
   } else {
-    q_width = query_width(m) / t;
-    kv_width = std::max(1.0, m.num_query_groups / t) * m.kv_channels;
-    const double qkv = q_width + 2 * kv_width;
+    a.q_width = query_width(m) / t;
+    a.kv_width = std::max(1.0, m.num_query_groups / t) * m.kv_channels;
+    const double qkv = a.q_width + 2 * a.kv_width;
     lin.gemm = gemm_s(c, 2 * T * h * qkv, T, qkv, h, c.fp8) +
-               gemm_s(c, 2 * T * q_width * h, T, h, q_width, c.fp8);
-    lin.elementwise = memory_s(c, T * (q_width + kv_width) * 4.0 + c.sp_tokens * h * 6.0);
+               gemm_s(c, 2 * T * a.q_width * h, T, h, a.q_width, c.fp8);
+    lin.elementwise = memory_s(c, T * (a.q_width + a.kv_width) * 4.0 + c.sp_tokens * h * 6.0);
   }
-  if (c.fp8) lin.elementwise += memory_s(c, kFp8CastBytes * T * (h + q_width));
+  if (c.fp8) lin.elementwise += memory_s(c, kFp8CastBytes * T * (h + a.q_width));
   lin.tp = tp_block_comm_s(c);
   lin.host_ops = 10 + (m.add_bias_linear ? 2 : 0) + (l.tp > 1 ? 2 : 0) + (c.fp8 ? 3 : 0);
+  return a;
+}
 
-  // Core attention: causal, or a sliding window on some layers. The two kinds of layer run at
-  // their own efficiency (a 128-token window keeps the kernel far from its peak), averaged over
-  // the layers by time, not by key length.
+// Core attention: causal, or a sliding window on some layers. The two kinds of layer run at
+// their own efficiency (a 128-token window keeps the kernel far from its peak), averaged over
+// the layers by time, not by key length. Context parallelism exchanges keys and values (ring or
+// all-gather) or scatters heads (Ulysses).
+void core_attention(const Context& c, const AttentionWidths& a, LayerParts& parts) {
+  const ModelSpec& m = c.m;
+  const Layout& l = c.l;
+  const HardwareSpec& hw = c.hw;
+  const double T = c.tokens;
+  const double heads = m.num_attention_heads / static_cast<double>(l.tp);
   const double s = c.w.seq_length;
   const double peak = hw.bf16_dense_tflops * 1e12;
-  const double head_dim = std::max(qk_dim, v_dim);
+  const double head_dim = std::max(a.qk_dim, a.v_dim);
   auto core_s = [&](double context, double key_tokens, double efficiency) {
-    const double flops = 2 * T * context * heads * (qk_dim + v_dim);
+    const double flops = 2 * T * context * heads * (a.qk_dim + a.v_dim);
     return flops / (peak * attention_efficiency(hw, key_tokens, head_dim, efficiency));
   };
   auto both_kinds_s = [&](double efficiency) {
@@ -378,72 +387,81 @@ LayerParts layer_parts(const Context& c) {
   parts.attn_core.host_ops = 4;
   parts.attn_core_backward.attention =
       2 * both_kinds_s(hw.attention_backward_efficiency) * c.f.attention;
-  if (l.cp > 1) {
-    const double kv_bytes =
-        T * (m.attention == AttentionKind::kMultiLatent ? heads * (qk_dim + v_dim) : 2 * kv_width) *
-        2.0;
-    const bool scale_out = crosses_domain(hw, l.cp, l.tp);
-    if (c.cp_all_to_all) {
-      // Ulysses: queries, keys and values scattered by head before attention, outputs after.
-      const double qkvo_bytes = T * (2 * q_width + 2 * kv_width) * 2.0;
-      parts.attn_core.cp =
-          collective_s(hw, qkvo_bytes * (l.cp - 1) / l.cp, scale_out) * c.f.cp_comm;
-      parts.attn_core.host_ops += 4;
-    } else {
-      // Ring (p2p) or all-gather of this rank's keys and values, c-1 times.
-      parts.attn_core.cp = (l.cp - 1) * collective_s(hw, kv_bytes, scale_out) * c.f.cp_comm;
-      parts.attn_core.host_ops += 2 * (l.cp - 1);
-    }
+  if (l.cp <= 1) return;
+  const double kv_bytes =
+      T *
+      (m.attention == AttentionKind::kMultiLatent ? heads * (a.qk_dim + a.v_dim) : 2 * a.kv_width) *
+      2.0;
+  const bool scale_out = crosses_domain(hw, l.cp, l.tp);
+  if (c.cp_all_to_all) {
+    // Ulysses: queries, keys and values scattered by head before attention, outputs after.
+    const double qkvo_bytes = T * (2 * a.q_width + 2 * a.kv_width) * 2.0;
+    parts.attn_core.cp = collective_s(hw, qkvo_bytes * (l.cp - 1) / l.cp, scale_out) * c.f.cp_comm;
+    parts.attn_core.host_ops += 4;
+  } else {
+    // Ring (p2p) or all-gather of this rank's keys and values, c-1 times.
+    parts.attn_core.cp = (l.cp - 1) * collective_s(hw, kv_bytes, scale_out) * c.f.cp_comm;
+    parts.attn_core.host_ops += 2 * (l.cp - 1);
   }
+}
 
-  if (m.ffn_hidden_size > 0) parts.dense_mlp = mlp_part(c, m.ffn_hidden_size, true);
+// A MoE layer's router, token dispatch and combine, local experts and shared expert.
+void moe_parts(const Context& c, LayerParts& parts) {
+  const ModelSpec& m = c.m;
+  const Layout& l = c.l;
+  const double h = m.hidden_size;
+  const double local = c.tokens / (l.sequence_parallel ? l.tp : 1);
+  const double k = m.moe_router_topk;
+  const double E = m.num_experts;
+  parts.router.gemm = gemm_s(c, 2 * local * h * E, local, E, h, false);
+  parts.router.elementwise = memory_s(c, local * E * 16.0);
+  parts.router.host_ops = 20;
 
-  if (is_moe(m)) {
-    const double local = c.tokens / (l.sequence_parallel ? l.tp : 1);
-    const double k = m.moe_router_topk;
-    const double E = m.num_experts;
-    parts.router.gemm = gemm_s(c, 2 * local * h * E, local, E, h, false);
-    parts.router.elementwise = memory_s(c, local * E * 16.0);
-    parts.router.host_ops = 20;
+  const double copies = local * k;
+  const double payload = (c.fp8 && l.dispatcher == Dispatcher::kFlex) ? kFp8DispatchBytes : 2.0;
+  parts.dispatch.elementwise = memory_s(c, (local + copies) * h * 2.0);
+  parts.dispatch.ep = expert_exchange_s(c, h * payload);
+  parts.dispatch.host_ops = dispatch_ops(l, true);
+  parts.combine.elementwise = memory_s(c, (local + copies) * h * 2.0 + c.sp_tokens * h * 6.0);
+  parts.combine.ep = expert_exchange_s(c, h * 2.0);
+  parts.combine.host_ops = dispatch_ops(l, false);
+  parts.sync_per_moe_layer =
+      l.ep > 1 && (l.dispatcher == Dispatcher::kAlltoall ||
+                   (l.dispatcher == Dispatcher::kFlex && l.flex_backend != FlexBackend::kHybridep));
 
-    const double copies = local * k;
-    const double payload = (c.fp8 && l.dispatcher == Dispatcher::kFlex) ? kFp8DispatchBytes : 2.0;
-    parts.dispatch.elementwise = memory_s(c, (local + copies) * h * 2.0);
-    parts.dispatch.ep = expert_exchange_s(c, h * payload);
-    parts.dispatch.host_ops = dispatch_ops(l, true);
-    parts.combine.elementwise = memory_s(c, (local + copies) * h * 2.0 + c.sp_tokens * h * 6.0);
-    parts.combine.ep = expert_exchange_s(c, h * 2.0);
-    parts.combine.host_ops = dispatch_ops(l, false);
-    parts.sync_per_moe_layer =
-        l.ep > 1 &&
-        (l.dispatcher == Dispatcher::kAlltoall ||
-         (l.dispatcher == Dispatcher::kFlex && l.flex_backend != FlexBackend::kHybridep));
-
-    // Local experts: E/ep of them, each seeing its share of the routed tokens of the group.
-    const double local_experts = E / l.ep;
-    const double expert_tokens = l.ep * l.etp * copies / E;
-    const double f_e = m.moe_ffn_hidden_size / static_cast<double>(l.etp);
-    const double up = m.gated_linear_unit ? 2 : 1;
-    const bool fused = runs_fused_grouped_mlp(c);
-    const double grouped = !l.grouped_gemm ? 1.0
-                           : fused         ? kFusedGroupedMlpEfficiency
-                                           : kGroupedGemmEfficiency;
-    parts.experts.gemm =
-        local_experts *
-        (gemm_s(c, 2 * expert_tokens * h * up * f_e, expert_tokens, up * f_e, h, c.fp8) +
-         gemm_s(c, 2 * expert_tokens * f_e * h, expert_tokens, h, f_e, c.fp8)) /
-        grouped;
-    parts.experts.host_ops = (l.grouped_gemm ? 6 : 4 * local_experts) + (c.fp8 ? 4 : 0);
-    double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
-    if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
-    if (fused) act_bytes = 0;  // in the GEMMs' epilogues
-    parts.experts_act.elementwise = memory_s(c, act_bytes);
-    parts.experts_act.host_ops = 2;
-    if (m.moe_shared_expert_intermediate_size > 0) {
-      parts.shared = mlp_part(c, m.moe_shared_expert_intermediate_size, true);
-    }
+  // Local experts: E/ep of them, each seeing its share of the routed tokens of the group.
+  const double local_experts = E / l.ep;
+  const double expert_tokens = l.ep * l.etp * copies / E;
+  const double f_e = m.moe_ffn_hidden_size / static_cast<double>(l.etp);
+  const double up = m.gated_linear_unit ? 2 : 1;
+  const bool fused = runs_fused_grouped_mlp(c);
+  const double grouped = !l.grouped_gemm ? 1.0
+                         : fused         ? kFusedGroupedMlpEfficiency
+                                         : kGroupedGemmEfficiency;
+  parts.experts.gemm =
+      local_experts *
+      (gemm_s(c, 2 * expert_tokens * h * up * f_e, expert_tokens, up * f_e, h, c.fp8) +
+       gemm_s(c, 2 * expert_tokens * f_e * h, expert_tokens, h, f_e, c.fp8)) /
+      grouped;
+  parts.experts.host_ops = (l.grouped_gemm ? 6 : 4 * local_experts) + (c.fp8 ? 4 : 0);
+  double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
+  if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
+  if (fused) act_bytes = 0;  // in the GEMMs' epilogues
+  parts.experts_act.elementwise = memory_s(c, act_bytes);
+  parts.experts_act.host_ops = 2;
+  if (m.moe_shared_expert_intermediate_size > 0) {
+    parts.shared = mlp_part(c, m.moe_shared_expert_intermediate_size, true);
   }
+}
 
+// The parts outside the transformer layers: MTP's projection and norms, the embedding, the
+// output layer and the loss.
+void end_parts(const Context& c, LayerParts& parts) {
+  const ModelSpec& m = c.m;
+  const Layout& l = c.l;
+  const double t = l.tp;
+  const double h = m.hidden_size;
+  const double T = c.tokens;
   // MTP: projection of the concatenated embedding and hidden state, norms, embedding lookup.
   parts.mtp_extra.gemm = gemm_s(c, 2 * T * 2 * h * h / t, T, h / t, 2 * h, false);
   parts.mtp_extra.elementwise = memory_s(c, c.sp_tokens * h * 12.0);
@@ -460,6 +478,20 @@ LayerParts layer_parts(const Context& c) {
       memory_s(c, T * vocab * (l.cross_entropy_fusion ? 4.0 : 16.0) + c.sp_tokens * h * 4.0);
   parts.loss.tp = l.sequence_parallel ? tp_collective_s(c, T * h * 2.0) : 0;
   parts.loss.host_ops = l.cross_entropy_fusion ? 6 : 14;
+}
+
+LayerParts layer_parts(const Context& c) {
+  const double h = c.m.hidden_size;
+  LayerParts parts;
+  // Norms and residual adds on the residual stream (sharded under sequence parallelism).
+  parts.attn_norm.elementwise = memory_s(c, c.sp_tokens * h * 4.0);
+  parts.attn_norm.host_ops = 2;
+  parts.mlp_norm = parts.attn_norm;
+  const AttentionWidths widths = attention_projections(c, parts);
+  core_attention(c, widths, parts);
+  if (c.m.ffn_hidden_size > 0) parts.dense_mlp = mlp_part(c, c.m.ffn_hidden_size, true);
+  if (is_moe(c.m)) moe_parts(c, parts);
+  end_parts(c, parts);
   return parts;
 }
 

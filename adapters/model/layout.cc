@@ -1018,10 +1018,11 @@ Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   return l;
 }
 
-Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
-  const ModelSpec& model = w.model;
-  ResolvedLayout r;
-  r.layout = layout;
+namespace {
+
+// The parallel sizes against the world size, data and expert-data parallelism, and the
+// environment tensor or context parallelism needs.
+Status resolve_world(const Workload& w, ResolvedLayout& r) {
   Layout& l = r.layout;
   const int world = w.gpus;
   if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.ep < 1 || l.etp < 0) {
@@ -1059,7 +1060,12 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
     return make_error("FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset.");
   }
 
-  // Layers over pipeline stages.
+  return Ok{};
+}
+
+// The layers of each pipeline stage, from a layout string or from the split flags.
+Status assign_stages(const ModelSpec& model, ResolvedLayout& r) {
+  Layout& l = r.layout;
   Result<std::vector<VirtualStage>> split = make_error("");
   if (!l.pipeline_layout.empty()) {
     if (l.virtual_stages > 0 || l.layers_per_virtual_stage > 0) {
@@ -1095,8 +1101,13 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
     stage.loss = stage.loss || vs.loss;
     stage.max_chunk_layers = std::max(stage.max_chunk_layers, vs.decoder_layers + vs.mtp_layers);
   }
+  return Ok{};
+}
 
-  // Heads, widths and sequence against TP and CP.
+// Heads, widths and sequence length against tensor, context and expert parallelism; Megatron
+// turns sequence parallelism off at TP 1.
+Status check_widths(const Workload& w, Layout& l) {
+  const ModelSpec& model = w.model;
   if (model.num_attention_heads % l.tp != 0) {
     return make_error("num_attention_heads (" + num(model.num_attention_heads) +
                       ") must be a multiple of tensor_model_parallel_size (" + num(l.tp) + ").");
@@ -1143,7 +1154,12 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
         "enabled");
   }
 
-  // Batch.
+  return Ok{};
+}
+
+// The microbatch size against the global batch, and the microbatch count.
+Status resolve_batch(const Workload& w, ResolvedLayout& r) {
+  const Layout& l = r.layout;
   if (l.micro_batch_size <= 0) {
     return make_error("micro_batch_size must be set to a positive integer (--micro-batch-size)");
   }
@@ -1158,14 +1174,13 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
                       ".");
   }
 
-  if (Status s = check_recompute(w, l); !s.ok()) return make_error(s.error());
-  if (Status s = check_optimizer(w, l); !s.ok()) return make_error(s.error());
-  if (Status s = check_cuda_graphs(l); !s.ok()) return make_error(s.error());
-  if (Status s = check_graph_modules(model, l); !s.ok()) return make_error(s.error());
-  if (Status s = check_dispatcher(r); !s.ok()) return make_error(s.error());
-  if (Status s = check_other(w, r); !s.ok()) return make_error(s.error());
+  return Ok{};
+}
 
-  // Checks that fire when the job runs its first step, not while parsing arguments.
+// Checks that fire when the job runs its first step, not while parsing arguments.
+Status check_first_step(const Workload& w, const ResolvedLayout& r) {
+  const ModelSpec& model = w.model;
+  const Layout& l = r.layout;
   if (r.vp > 1) {
     const int group = l.microbatch_group_size > 0 ? l.microbatch_group_size : l.pp;
     if (group < l.pp || group > r.microbatches) {
@@ -1196,6 +1211,27 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
         "During training, performance may degrade if MoE and tensor parallelism"
         "are enabled without also enabling sequence parallelism.");
   }
+
+  return Ok{};
+}
+
+}  // namespace
+
+Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
+  ResolvedLayout r;
+  r.layout = layout;
+  Layout& l = r.layout;
+  if (Status s = resolve_world(w, r); !s.ok()) return make_error(s.error());
+  if (Status s = assign_stages(w.model, r); !s.ok()) return make_error(s.error());
+  if (Status s = check_widths(w, l); !s.ok()) return make_error(s.error());
+  if (Status s = resolve_batch(w, r); !s.ok()) return make_error(s.error());
+  if (Status s = check_recompute(w, l); !s.ok()) return make_error(s.error());
+  if (Status s = check_optimizer(w, l); !s.ok()) return make_error(s.error());
+  if (Status s = check_cuda_graphs(l); !s.ok()) return make_error(s.error());
+  if (Status s = check_graph_modules(w.model, l); !s.ok()) return make_error(s.error());
+  if (Status s = check_dispatcher(r); !s.ok()) return make_error(s.error());
+  if (Status s = check_other(w, r); !s.ok()) return make_error(s.error());
+  if (Status s = check_first_step(w, r); !s.ok()) return make_error(s.error());
   return r;
 }
 

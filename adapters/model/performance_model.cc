@@ -880,7 +880,11 @@ void add_step_tail(const Context& c, int rank, StageWork& work) {
 
 }  // namespace
 
-Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const CostFactors& f) {
+namespace {
+
+// The context of one prediction: the shapes of a microbatch, the CP flavour, and the share of
+// SMs that each kind of communication kernel holds while it overlaps compute.
+Context make_context(const Workload& w, const ResolvedLayout& r, const CostFactors& f) {
   const Layout& l = r.layout;
   Context c{w, r, f, w.model, w.hardware, l};
   c.tokens = static_cast<double>(w.seq_length) * l.micro_batch_size / l.cp;
@@ -902,16 +906,14 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
   } else if (l.dispatcher == Dispatcher::kFlex && l.flex_backend == FlexBackend::kHybridep) {
     c.ep_contention = sm_share(hw.hybridep_comm_sms);
   }
+  return c;
+}
 
-  Prediction p;
-  p.valid = true;
-  p.layout = layout_summary(r);
-  p.dp = r.dp;
-  p.edp = r.edp;
-  p.vp = r.vp;
-  p.microbatches = r.microbatches;
-
-  const LayerParts parts = layer_parts(c);
+// Each pipeline rank's work per microbatch and its step tail.
+std::vector<StageWork> stage_works(const Context& c, const LayerParts& parts) {
+  const Workload& w = c.w;
+  const ResolvedLayout& r = c.r;
+  const Layout& l = c.l;
   // Full recomputation repeats a layer's whole forward; per rank, `share` of its layers.
   auto full_share = [&](const StageLayers& stage) {
     if (l.recompute != RecomputeGranularity::kFull) return 0.0;
@@ -946,8 +948,15 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
     works.push_back(stage_work(c, parts, dense, moe, mtp_layer, parts.mtp_extra, rank));
     add_step_tail(c, rank, works.back());
   }
+  return works;
+}
 
-  // (Interleaved) 1F1B: m microbatches at the pace of the slowest rank, plus fill and drain.
+// The step of (interleaved) 1F1B from the ranks' work: m microbatches at the pace of the slowest
+// rank, plus fill and drain, and the data-parallel and optimizer tail of the slowest rank.
+void step_breakdown(const Context& c, const std::vector<StageWork>& works, Prediction& p) {
+  const ResolvedLayout& r = c.r;
+  const Layout& l = c.l;
+  const int p_count = l.pp;
   int critical = 0;
   double mean_microbatch = 0;
   for (int rank = 0; rank < p_count; ++rank) {
@@ -983,7 +992,12 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
   b.optimizer_s = tail.optimizer_s;
   p.step_time_s = b.total_s();
   p.critical_stage = critical;
+}
 
+// Throughput, MFU and Megatron's TFLOP/s from the step time.
+void step_rates(const Context& c, Prediction& p) {
+  const Workload& w = c.w;
+  const Layout& l = c.l;
   const double tokens = static_cast<double>(w.global_batch_size) * w.seq_length;
   p.tokens_per_s_per_gpu = tokens / (p.step_time_s * w.gpus);
   const double peak = (c.fp8 ? w.hardware.fp8_dense_tflops : w.hardware.bf16_dense_tflops) * 1e12;
@@ -991,18 +1005,42 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
   p.megatron_tflops_per_gpu =
       megatron_flops_per_step(w.model, w.seq_length, w.global_batch_size, l.tp, l.mtp_layers) /
       (p.step_time_s * w.gpus * 1e12);
+}
 
+// Each stage's timing with its memory, and whether the step fits.
+void stage_memory(const Context& c, std::vector<StageWork> works, Prediction& p) {
+  const Workload& w = c.w;
+  const ResolvedLayout& r = c.r;
+  const int p_count = c.l.pp;
   p.memory_capacity_gib = w.hardware.hbm_capacity_gib;
   p.stages.reserve(p_count);
   p.peak_memory_gib_by_stage.reserve(p_count);
   for (int rank = 0; rank < p_count; ++rank) {
     StageTiming timing = works[rank].timing;
-    timing.memory = estimate_stage_memory(w, r, rank, f);
+    timing.memory = estimate_stage_memory(w, r, rank, c.f);
     p.peak_memory_gib_by_stage.push_back(timing.memory.peak_gib);
     p.peak_memory_gib = std::max(p.peak_memory_gib, timing.memory.peak_gib);
     p.stages.push_back(std::move(timing));
   }
   p.fits_in_memory = p.peak_memory_gib <= p.memory_capacity_gib;
+}
+
+}  // namespace
+
+Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const CostFactors& f) {
+  const Context c = make_context(w, r, f);
+  Prediction p;
+  p.valid = true;
+  p.layout = layout_summary(r);
+  p.dp = r.dp;
+  p.edp = r.edp;
+  p.vp = r.vp;
+  p.microbatches = r.microbatches;
+  const LayerParts parts = layer_parts(c);
+  std::vector<StageWork> works = stage_works(c, parts);
+  step_breakdown(c, works, p);
+  step_rates(c, p);
+  stage_memory(c, std::move(works), p);
   ATTUNE_ASSERT(std::abs(p.breakdown.total_s() - p.step_time_s) <= 1e-9 * p.step_time_s,
                 "the breakdown adds up to the step time");
   return p;

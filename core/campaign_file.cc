@@ -197,47 +197,39 @@ Result<CampaignSpec> parse_campaign_file(const std::string& path) {
   return parse_campaign_text(bytes.value(), path);
 }
 
-Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    return make_error(path + ":" + std::to_string(e.source().begin.line) +
-                      ": invalid TOML: " + std::string(e.description()));
-  }
-  CampaignSpec spec;
-  spec.path = path;
-  spec.file_hash = to_hex(sha256(text));
+namespace {
 
-  auto section = [&](std::string_view name, bool required,
-                     const toml::table*& out) -> std::optional<Error> {
-    const toml::node* node = root.get(name);
-    if (!node) {
-      if (required) {
-        return make_error(path + ":1: [" + std::string(name) + "]: missing, expected a table");
-      }
-      out = nullptr;
-      return std::nullopt;
+// The TOML of a campaign file and its path, for the readers of its sections.
+struct CampaignToml {
+  const toml::table& root;
+  const std::string& path;
+};
+
+// Section `name` of the file: `out` is its table, or null when it is absent and not required.
+std::optional<Error> section_of(const CampaignToml& file, std::string_view name, bool required,
+                                const toml::table*& out) {
+  const std::string& path = file.path;
+  const toml::node* node = file.root.get(name);
+  if (!node) {
+    if (required) {
+      return make_error(path + ":1: [" + std::string(name) + "]: missing, expected a table");
     }
-    out = node->as_table();
-    if (!out) {
-      return make_error(path + ":" + std::to_string(node->source().begin.line) + ": " +
-                        std::string(name) + ": expected a table");
-    }
+    out = nullptr;
     return std::nullopt;
-  };
-
-  TableReader top(&root, path, "", 1);
-  ATTUNE_TRY(top.unknown_keys({"name", "cluster", "workload", "baseline", "policy", "budget", "run",
-                               "band", "tuner", "seeds", "local", "slurm", "cost"}));
-  ATTUNE_TRY(top.text("name", spec.name, true));
-  if (!is_valid_campaign_name(spec.name)) {
-    return top.wrong(*root.get("name"), "name", "1-48 characters of [A-Za-z0-9._-]",
-                     "'" + spec.name + "'");
   }
+  out = node->as_table();
+  if (!out) {
+    return make_error(path + ":" + std::to_string(node->source().begin.line) + ": " +
+                      std::string(name) + ": expected a table");
+  }
+  return std::nullopt;
+}
 
+// The cluster: model, hardware, GPU count, launcher and, for the simulated cluster, its stack.
+std::optional<Error> read_cluster(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* cluster = nullptr;
-  ATTUNE_TRY(section("cluster", true, cluster));
+  ATTUNE_TRY(section_of(file, "cluster", true, cluster));
   TableReader c(cluster, path, "cluster", 1);
   ATTUNE_TRY(c.unknown_keys({"model", "hardware", "gpus", "launcher", "stack"}));
   ATTUNE_TRY(c.text("model", spec.model, true));
@@ -256,9 +248,14 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
   if (spec.stack.ends_with(".toml") || spec.stack.find('/') != std::string::npos) {
     spec.stack = resolve_relative(path, spec.stack);
   }
+  return std::nullopt;
+}
 
+// The workload: sequence length, global batch, precision and data.
+std::optional<Error> read_workload(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* workload = nullptr;
-  ATTUNE_TRY(section("workload", true, workload));
+  ATTUNE_TRY(section_of(file, "workload", true, workload));
   TableReader w(workload, path, "workload", 1);
   ATTUNE_TRY(w.unknown_keys({"seq_length", "global_batch", "precision", "data"}));
   ATTUNE_TRY(w.count("seq_length", spec.seq_length, true, 1, 1u << 24));
@@ -268,9 +265,14 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     return w.wrong(*w.find("precision"), "precision", "bf16 or fp8", "'" + spec.precision + "'");
   }
   ATTUNE_TRY(w.text("data", spec.data, false));
+  return std::nullopt;
+}
 
+// The baseline: an inline recipe, a recipe file, or a launch script to read it from.
+std::optional<Error> read_baseline(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* baseline = nullptr;
-  ATTUNE_TRY(section("baseline", true, baseline));
+  ATTUNE_TRY(section_of(file, "baseline", true, baseline));
   TableReader b(baseline, path, "baseline", 1);
   ATTUNE_TRY(b.unknown_keys({"recipe", "recipe_file", "script", "script_args", "script_env",
                              "script_files", "script_cwd", "script_timeout_seconds",
@@ -314,9 +316,14 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     spec.baseline_source = recipe_path;
     spec.baseline_shape.order = recipe_order(recipe_text.value());
   }
+  return std::nullopt;
+}
 
+// The policy file, read whole (its hash is recorded when a campaign opens).
+std::optional<Error> read_policy(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* policy = nullptr;
-  ATTUNE_TRY(section("policy", false, policy));
+  ATTUNE_TRY(section_of(file, "policy", false, policy));
   TableReader p(policy, path, "policy", 1);
   ATTUNE_TRY(p.unknown_keys({"file"}));
   if (p.present("file")) {
@@ -327,9 +334,14 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     spec.policy_bytes = std::move(policy_bytes).value();
     spec.policy_name = std::filesystem::path(spec.policy_path).stem().string();
   }
+  return std::nullopt;
+}
 
+// The budget: GPU-hours (a number or "auto") and the checks it reserves.
+std::optional<Error> read_budget(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* budget = nullptr;
-  ATTUNE_TRY(section("budget", true, budget));
+  ATTUNE_TRY(section_of(file, "budget", true, budget));
   TableReader g(budget, path, "budget", 1);
   ATTUNE_TRY(g.unknown_keys({"gpu_hours", "reserve_checks"}));
   const toml::node* hours = g.find("gpu_hours");
@@ -350,9 +362,14 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     return g.wrong(*hours, "gpu_hours", "a number of GPU-hours or \"auto\"", "another type");
   }
   ATTUNE_TRY(g.count("reserve_checks", spec.reserve_checks, false, 1, 3));
+  return std::nullopt;
+}
 
+// The runs: concurrency, steps and measurement window, check steps, hang timeout, calibration.
+std::optional<Error> read_run(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* run = nullptr;
-  ATTUNE_TRY(section("run", false, run));
+  ATTUNE_TRY(section_of(file, "run", false, run));
   TableReader r(run, path, "run", 1);
   ATTUNE_TRY(r.unknown_keys({"concurrency", "steps", "window_first_step", "window_last_step",
                              "check_steps", "hang_timeout_minutes", "calibration_runs"}));
@@ -372,22 +389,32 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
                       std::to_string(spec.window_last_step) + " of " +
                       std::to_string(spec.steps_per_run));
   }
+  return std::nullopt;
+}
 
+// The noise band and the price of a GPU-hour.
+std::optional<Error> read_band_and_cost(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* band = nullptr;
-  ATTUNE_TRY(section("band", false, band));
+  ATTUNE_TRY(section_of(file, "band", false, band));
   TableReader n(band, path, "band", 1);
   ATTUNE_TRY(n.unknown_keys({"floor", "k"}));
   ATTUNE_TRY(n.fraction("floor", spec.band_floor_fraction, 0.0, 1.0));
   ATTUNE_TRY(n.fraction("k", spec.band_k, 0.0, 100.0));
 
   const toml::table* cost = nullptr;
-  ATTUNE_TRY(section("cost", false, cost));
+  ATTUNE_TRY(section_of(file, "cost", false, cost));
   TableReader price(cost, path, "cost", 1);
   ATTUNE_TRY(price.unknown_keys({"usd_per_gpu_hour"}));
   ATTUNE_TRY(price.fraction("usd_per_gpu_hour", spec.usd_per_gpu_hour, 0.0, 1e6));
+  return std::nullopt;
+}
 
+// The tuner and its own options, kept as TOML for it to read.
+std::optional<Error> read_tuner(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* tuner = nullptr;
-  ATTUNE_TRY(section("tuner", false, tuner));
+  ATTUNE_TRY(section_of(file, "tuner", false, tuner));
   TableReader t(tuner, path, "tuner", 1);
   ATTUNE_TRY(t.text("name", spec.tuner, false));
   ATTUNE_TRY(t.text("learned_rules", spec.learned_rules_path, false));
@@ -404,16 +431,21 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
     options << *tuner;
     spec.tuner_options_toml = options.str();
   }
+  return std::nullopt;
+}
 
+// The local and Slurm launchers' settings (required for the launcher the cluster names).
+std::optional<Error> read_launchers(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* local = nullptr;
-  ATTUNE_TRY(section("local", spec.launcher == "local", local));
+  ATTUNE_TRY(section_of(file, "local", spec.launcher == "local", local));
   TableReader j(local, path, "local", 1);
   ATTUNE_TRY(j.unknown_keys({"job", "seconds_per_step"}));
   ATTUNE_TRY(j.text("job", spec.job_template, spec.launcher == "local"));
   ATTUNE_TRY(j.fraction("seconds_per_step", spec.expected_seconds_per_step, 0.0, 1e6));
 
   const toml::table* slurm = nullptr;
-  ATTUNE_TRY(section("slurm", spec.launcher == "slurm", slurm));
+  ATTUNE_TRY(section_of(file, "slurm", spec.launcher == "slurm", slurm));
   TableReader u(slurm, path, "slurm", slurm ? static_cast<int>(slurm->source().begin.line) : 1);
   ATTUNE_TRY(u.unknown_keys({"template", "partition", "gpus_per_node", "sbatch_args",
                              "poll_seconds", "start_limit_seconds", "log_silence_seconds",
@@ -439,13 +471,55 @@ Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::strin
       spec.slurm.work_dir = resolve_relative(path, spec.slurm.work_dir);
     }
   }
+  return std::nullopt;
+}
 
+// The tuner's seed and the simulated world's.
+std::optional<Error> read_seeds(const CampaignToml& file, CampaignSpec& spec) {
+  const std::string& path = file.path;
   const toml::table* seeds = nullptr;
-  ATTUNE_TRY(section("seeds", false, seeds));
+  ATTUNE_TRY(section_of(file, "seeds", false, seeds));
   TableReader s(seeds, path, "seeds", 1);
   ATTUNE_TRY(s.unknown_keys({"seed", "reality"}));
   ATTUNE_TRY(s.seed("seed", spec.seed));
   ATTUNE_TRY(s.seed("reality", spec.reality_seed));
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<CampaignSpec> parse_campaign_text(std::string_view text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    return make_error(path + ":" + std::to_string(e.source().begin.line) +
+                      ": invalid TOML: " + std::string(e.description()));
+  }
+  CampaignSpec spec;
+  spec.path = path;
+  spec.file_hash = to_hex(sha256(text));
+
+  TableReader top(&root, path, "", 1);
+  ATTUNE_TRY(top.unknown_keys({"name", "cluster", "workload", "baseline", "policy", "budget", "run",
+                               "band", "tuner", "seeds", "local", "slurm", "cost"}));
+  ATTUNE_TRY(top.text("name", spec.name, true));
+  if (!is_valid_campaign_name(spec.name)) {
+    return top.wrong(*root.get("name"), "name", "1-48 characters of [A-Za-z0-9._-]",
+                     "'" + spec.name + "'");
+  }
+
+  const CampaignToml file{root, path};
+  ATTUNE_TRY(read_cluster(file, spec));
+  ATTUNE_TRY(read_workload(file, spec));
+  ATTUNE_TRY(read_baseline(file, spec));
+  ATTUNE_TRY(read_policy(file, spec));
+  ATTUNE_TRY(read_budget(file, spec));
+  ATTUNE_TRY(read_run(file, spec));
+  ATTUNE_TRY(read_band_and_cost(file, spec));
+  ATTUNE_TRY(read_tuner(file, spec));
+  ATTUNE_TRY(read_launchers(file, spec));
+  ATTUNE_TRY(read_seeds(file, spec));
   return spec;
 }
 

@@ -5,6 +5,7 @@
 
 #include "adapters/model/layout.h"
 #include "adapters/model/performance_model.h"
+#include "adapters/model/pipeline_split.h"
 #include "core/lever_groups.h"
 #include "gate/config_check.h"
 
@@ -40,10 +41,9 @@ std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload
     layout.etp = moe ? pick(rng, std::vector<int>{1, layout.tp}) : 0;
     layout.virtual_stages = layout.pp > 2 ? pick(rng, std::vector<int>{0, 0, 2, 4}) : 0;
     layout.layers_per_virtual_stage = 0;
-    layout.first_stage_layers_set = false;
-    layout.last_stage_layers_set = false;
-    layout.first_stage_layers = 0;
-    layout.last_stage_layers = 0;
+    // A split the layer count does not allow at this size leaves the parent's, which the
+    // feasibility check then refuses unless it happens to fit.
+    sim::apply_split(pick(rng, sim::pipeline_splits()), workload.model.num_layers, layout);
     layout.sequence_parallel = layout.tp > 1;
   } else if (lever == "recompute") {
     const int choice = pick(rng, std::vector<int>{0, 1, 2});

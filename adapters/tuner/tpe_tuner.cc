@@ -15,6 +15,7 @@
 
 #include "adapters/model/layout.h"
 #include "adapters/model/performance_model.h"
+#include "adapters/model/pipeline_split.h"
 
 extern char** environ;
 
@@ -156,6 +157,11 @@ json search_space(const sim::Workload& w, const sim::Layout& baseline,
   space["cp"] = std::vector<int>{1, 2};
   space["vp"] = std::vector<int>{1, 2, 4};
   space["recompute"] = std::vector<std::string>{"none", "selective", "full"};
+  std::vector<std::string> splits;
+  for (sim::PipelineSplit split : sim::pipeline_splits()) {
+    splits.emplace_back(sim::split_name(split));
+  }
+  space["split"] = splits;
   if (moe) {
     space["ep"] = powers_of_two(std::min({64, w.model.num_experts, w.gpus}));
     space["dispatcher"] = std::vector<std::string>{"alltoall", "allgather", "flex"};
@@ -173,6 +179,8 @@ json params_of(const sim::Workload& w, const sim::Layout& l, const json& space) 
   p["cp"] = l.cp;
   p["vp"] = std::max(1, l.virtual_stages);
   p["recompute"] = recompute_name(l.recompute);
+  const std::optional<sim::PipelineSplit> split = sim::split_of(w.model.num_layers, l);
+  p["split"] = split ? std::string(sim::split_name(*split)) : "other";  // "other": not in space
   if (w.model.num_experts > 0) {
     p["ep"] = l.ep;
     p["dispatcher"] = dispatcher_name(l.dispatcher);
@@ -193,7 +201,10 @@ bool in_space(const json& p, const json& space) {
   return true;
 }
 
-sim::Layout layout_at(const sim::Layout& baseline, const json& p) {
+// The layout at a point of the space; none when its pipeline split cannot be realized at its
+// pipeline size (an infeasible draw).
+std::optional<sim::Layout> layout_at(const sim::Workload& w, const sim::Layout& baseline,
+                                     const json& p) {
   sim::Layout l = baseline;
   l.tp = p["tp"].get<int>();
   l.pp = p["pp"].get<int>();
@@ -202,12 +213,8 @@ sim::Layout layout_at(const sim::Layout& baseline, const json& p) {
   l.virtual_stages = vp > 1 ? vp : 0;
   l.layers_per_virtual_stage = 0;
   l.sequence_parallel = l.tp > 1;
-  if (l.pp != baseline.pp) {
-    l.first_stage_layers_set = false;
-    l.last_stage_layers_set = false;
-    l.first_stage_layers = 0;
-    l.last_stage_layers = 0;
-  }
+  const std::optional<sim::PipelineSplit> split = sim::split_named(p["split"].get<std::string>());
+  if (!split || !sim::apply_split(*split, w.model.num_layers, l)) return std::nullopt;
   const std::string recompute = p["recompute"].get<std::string>();
   l.recompute = recompute == "none"        ? sim::RecomputeGranularity::kNone
                 : recompute == "selective" ? sim::RecomputeGranularity::kSelective
@@ -332,7 +339,9 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
     }
     const json params = (*asked)["params"];
     double told = 0.0;  // infeasible: scored zero without a launch
-    auto candidate = sim::apply_layout(view.baseline, layout_at(baseline_layout.value(), params));
+    const std::optional<sim::Layout> drawn = layout_at(workload_, baseline_layout.value(), params);
+    auto candidate = drawn ? sim::apply_layout(view.baseline, *drawn)
+                           : Result<Recipe>(make_error("an unrealizable pipeline split"));
     if (candidate.ok()) {
       const std::string hash = recipe_hash(candidate.value());
       if (proposed.contains(hash)) {

@@ -192,16 +192,21 @@ TEST_F(ExpertCampaign, TpeDrawsWholeConfigurationsAndTheSameLedgerGivesTheSameDr
   std::string line;
   int draws = 0;
   int multi_lever = 0;
+  int light_splits = 0;
   while (std::getline(lines, line)) {
     auto e = nlohmann::json::parse(line);
     if (e["type"] != "CandidateProposed" || e["body"]["purpose"] != "search") continue;
     EXPECT_EQ(e["actor"], "tuner:tpe");
-    EXPECT_EQ(e["body"]["hypothesis"]["mechanism"].get<std::string>().rfind("TPE draw {", 0), 0u);
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    EXPECT_EQ(mechanism.rfind("TPE draw {", 0), 0u);
+    EXPECT_NE(mechanism.find("\"split\":"), std::string::npos) << mechanism;
+    light_splits += mechanism.find("\"split\":\"light-") != std::string::npos ? 1 : 0;
     ++draws;
     multi_lever += e["body"]["levers"].size() > 1 ? 1 : 0;
   }
   EXPECT_GT(draws, 8) << "past the 8 start-up trials";
   EXPECT_GT(multi_lever, 0) << "a black-box draw changes several knobs at once";
+  EXPECT_GT(light_splits, 0) << "the space holds the light end-stage splits";
 }
 
 // On MiniMax-M2 the estimator's fastest layouts use DeepEP across nodes, which the world's stack

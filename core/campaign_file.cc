@@ -289,7 +289,9 @@ std::optional<Error> read_baseline(const CampaignToml& file, CampaignSpec& spec)
     ATTUNE_TRY(b.texts("script_args", spec.script.args));
     ATTUNE_TRY(b.text_table("script_env", spec.script.env));
     ATTUNE_TRY(b.texts("script_files", spec.script.files));
-    for (std::string& file : spec.script.files) file = resolve_relative(path, file);
+    for (std::string& companion : spec.script.files) {
+      companion = resolve_relative(path, companion);
+    }
     ATTUNE_TRY(b.text("script_cwd", spec.script.cwd, false));
     ATTUNE_TRY(b.fraction("script_timeout_seconds", spec.script.timeout_seconds, 1.0, 600.0));
     ATTUNE_TRY(b.flag("allow_unsandboxed", spec.script.allow_unsandboxed));

@@ -17,10 +17,12 @@ void clear_split(Layout& l) {
   l.last_stage_layers = 0;
 }
 
-// The first (or last) stage of a light split: the middle stages hold ceil(layers / pp) each.
+// The first (or last) stage of a light split: the other stages hold layers / pp + 1 each (the
+// ceiling, or one more where the count divides), so the end stage holds fewer; below 1 when
+// there is no such split.
 int light_end(int layers, int pp) {
-  const int middle = (layers + pp - 1) / pp;
-  return layers - (pp - 1) * middle;
+  const int others = layers / pp + 1;
+  return layers - (pp - 1) * others;
 }
 
 // Both end stages light: the middle stages hold `middle` each, the two ends the same count,

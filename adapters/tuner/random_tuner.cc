@@ -24,7 +24,7 @@ std::vector<int> powers_of_two_up_to(int limit) {
   return values;
 }
 
-// One lever of `layout` redrawn; returns the lever's name.
+// One lever of `layout` redrawn; returns the lever's name, or "" for an infeasible draw.
 std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload,
                              const std::vector<int>& micro_batch_sizes, sim::Layout& layout) {
   const bool moe = workload.model.num_experts > 0;
@@ -41,9 +41,10 @@ std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload
     layout.etp = moe ? pick(rng, std::vector<int>{1, layout.tp}) : 0;
     layout.virtual_stages = layout.pp > 2 ? pick(rng, std::vector<int>{0, 0, 2, 4}) : 0;
     layout.layers_per_virtual_stage = 0;
-    // A split the layer count does not allow at this size leaves the parent's, which the
-    // feasibility check then refuses unless it happens to fit.
-    sim::apply_split(pick(rng, sim::pipeline_splits()), workload.model.num_layers, layout);
+    // A split the layer count does not allow at this size is an infeasible draw.
+    if (!sim::apply_split(pick(rng, sim::pipeline_splits()), workload.model.num_layers, layout)) {
+      return "";
+    }
     layout.sequence_parallel = layout.tp > 1;
   } else if (lever == "recompute") {
     const int choice = pick(rng, std::vector<int>{0, 1, 2});
@@ -100,6 +101,7 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
     if (!layout.ok()) continue;
     sim::Layout drawn = layout.value();
     const std::string lever = redraw_one_lever(rng, workload_, micro_batch_sizes_, drawn);
+    if (lever.empty()) continue;
     auto candidate = sim::apply_layout(parent.value(), drawn);
     if (!candidate.ok()) continue;
     // Rendering a layout can touch settings of another lever (a default made explicit at

@@ -69,6 +69,27 @@ TEST(PipelineSplit, SixtyTwoLayersOverFourStagesNeedAnUnevenSplit) {
   EXPECT_FALSE(apply_split(PipelineSplit::kLightBoth, 62, two));
 }
 
+TEST(PipelineSplit, LightEndsHoldFewerLayersEvenWhereTheCountDivides) {
+  const Workload w = load("minimax-m2", "b200", 64, 4096, 1024);
+  Layout first = minimax_at(w, 4);
+  ASSERT_TRUE(apply_split(PipelineSplit::kLightFirst, 92, first));
+  EXPECT_EQ(first.first_stage_layers, 20);  // 24 in each other stage
+  Layout both = minimax_at(w, 4);
+  ASSERT_TRUE(apply_split(PipelineSplit::kLightBoth, 64, both));
+  EXPECT_EQ(both.first_stage_layers, 15);  // 17 in each middle stage
+  EXPECT_EQ(both.last_stage_layers, 15);
+  // Every split a size allows reads back as itself.
+  for (int pp : {2, 4, 8}) {
+    for (int layers : {62, 64, 92}) {
+      for (PipelineSplit split : pipeline_splits()) {
+        Layout l = minimax_at(w, pp);
+        if (!apply_split(split, layers, l)) continue;
+        EXPECT_EQ(split_of(layers, l), split) << split_name(split) << " " << layers << "/" << pp;
+      }
+    }
+  }
+}
+
 TEST(PipelineSplit, OneStageTakesEverySplitAsTheEvenOne) {
   const Workload w = load("minimax-m2", "b200", 64, 4096, 1024);
   for (PipelineSplit split : pipeline_splits()) {

@@ -37,8 +37,10 @@ void expect_alike_only_on(const Workload& w, const Recipe& a, const Recipe& b,
   ASSERT_TRUE(pa.valid && pb.valid) << pa.error << pb.error;
   EXPECT_EQ(pa.step_time_s, pb.step_time_s);
   EXPECT_EQ(pa.peak_memory_gib, pb.peak_memory_gib);
-  EXPECT_NE(predict_on_stack(w, a, StackProfile{}).step_time_s,
-            predict_on_stack(w, b, StackProfile{}).step_time_s);
+  const Prediction own_a = predict_on_stack(w, a, StackProfile{});
+  const Prediction own_b = predict_on_stack(w, b, StackProfile{});
+  ASSERT_TRUE(own_a.valid && own_b.valid) << own_a.error << own_b.error;
+  EXPECT_NE(own_a.step_time_s, own_b.step_time_s);
 }
 
 TEST(SimStack, PresetsLoadAndTheDefaultChangesNothing) {

@@ -200,7 +200,11 @@ TEST_F(ExpertCampaign, TpeDrawsWholeConfigurationsAndTheSameLedgerGivesTheSameDr
     const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
     EXPECT_EQ(mechanism.rfind("TPE draw {", 0), 0u);
     EXPECT_NE(mechanism.find("\"split\":"), std::string::npos) << mechanism;
-    light_splits += mechanism.find("\"split\":\"light-") != std::string::npos ? 1 : 0;
+    const std::string recipe = e["body"]["recipe"].get<std::string>();
+    light_splits += recipe.find("--decoder-first-pipeline-num-layers") != std::string::npos ||
+                            recipe.find("--decoder-last-pipeline-num-layers") != std::string::npos
+                        ? 1
+                        : 0;
     ++draws;
     multi_lever += e["body"]["levers"].size() > 1 ? 1 : 0;
   }

@@ -51,11 +51,14 @@ CostFactors times(CostFactors a, const CostFactors& b) {
   return a;
 }
 
+Dispatcher dispatcher_on_stack(const StackProfile& stack, Dispatcher asked) {
+  return stack.variable_seq_lengths && asked == Dispatcher::kAllgather ? Dispatcher::kAlltoall
+                                                                       : asked;
+}
+
 ResolvedLayout layout_on_stack(const StackProfile& stack, ResolvedLayout resolved) {
   if (!stack.cuda_graphs) resolved.layout.cuda_graph = CudaGraphImpl::kNone;
-  if (stack.variable_seq_lengths && resolved.layout.dispatcher == Dispatcher::kAllgather) {
-    resolved.layout.dispatcher = Dispatcher::kAlltoall;
-  }
+  resolved.layout.dispatcher = dispatcher_on_stack(stack, resolved.layout.dispatcher);
   return resolved;
 }
 

@@ -43,6 +43,10 @@ struct StackProfile {
 // Each term of `a` times the same term of `b`.
 CostFactors times(CostFactors a, const CostFactors& b);
 
+// The dispatcher `stack` runs for `asked`: alltoall for allgather where it has variable sequence
+// lengths, else `asked`.
+Dispatcher dispatcher_on_stack(const StackProfile& stack, Dispatcher asked);
+
 // The layout as `stack` runs it: without CUDA graphs the recipe's graph flags capture nothing;
 // with variable sequence lengths an allgather dispatcher runs as alltoall.
 ResolvedLayout layout_on_stack(const StackProfile& stack, ResolvedLayout resolved);

@@ -207,8 +207,8 @@ std::vector<Knobs> knob_choices(const Workload& w, const Layout& base,
   std::vector<Dispatcher> dispatchers{base.dispatcher};
   if (options.vary_dispatcher && is_moe(w.model)) {
     for (Dispatcher d : {Dispatcher::kAlltoall, Dispatcher::kFlex, Dispatcher::kAllgather}) {
-      // A stack that swaps allgather for alltoall would run that draw as its alltoall twin.
-      const bool swapped = d == Dispatcher::kAllgather && options.stack.variable_seq_lengths;
+      // A dispatcher the stack swaps for another runs as that one's draw.
+      const bool swapped = dispatcher_on_stack(options.stack, d) != d;
       if (d != base.dispatcher && !swapped) dispatchers.push_back(d);
     }
   }
@@ -312,11 +312,13 @@ Layout candidate(const Layout& base, const ParallelShape& s, const ExpertShape& 
   return l;
 }
 
-// On a stack that runs allgather as alltoall, an alltoall draw without the overlaps allgather
-// cannot have is the run the allgather baseline's own draw already is.
-bool alltoall_twin_of_base(const StackProfile& stack, const Layout& base, const Layout& l) {
-  return stack.variable_seq_lengths && base.dispatcher == Dispatcher::kAllgather &&
-         l.dispatcher == Dispatcher::kAlltoall && !l.ep_overlap && !l.shared_expert_overlap;
+// Where the stack swaps the baseline's dispatcher (allgather runs as alltoall), a draw of the
+// dispatcher it runs as, without the overlaps the swapped one cannot have, is the run the
+// baseline's own draw already is.
+bool swapped_twin_of_base(const StackProfile& stack, const Layout& base, const Layout& l) {
+  return dispatcher_on_stack(stack, base.dispatcher) != base.dispatcher &&
+         l.dispatcher == dispatcher_on_stack(stack, base.dispatcher) && !l.ep_overlap &&
+         !l.shared_expert_overlap;
 }
 
 }  // namespace
@@ -351,7 +353,7 @@ Result<SweepResult> sweep(const Workload& w, const Recipe& baseline, const Sweep
             k.recompute.granularity == RecomputeGranularity::kFull)
           continue;
         const Layout drawn = candidate(base, shape, experts, k);
-        if (alltoall_twin_of_base(options.stack, base, drawn)) continue;
+        if (swapped_twin_of_base(options.stack, base, drawn)) continue;
         ++result.layouts_considered;
         Result<ResolvedLayout> resolved = resolve_layout(w, drawn);
         if (!resolved.ok()) continue;

@@ -323,8 +323,8 @@ std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::StackPro
     for (sim::Dispatcher d :
          {sim::Dispatcher::kFlex, sim::Dispatcher::kAlltoall, sim::Dispatcher::kAllgather}) {
       if (d == parent.dispatcher) continue;
-      // A stack with variable sequence lengths runs allgather as alltoall: no move of its own.
-      if (d == sim::Dispatcher::kAllgather && stack.variable_seq_lengths) continue;
+      // A dispatcher the stack swaps for another is no move of its own.
+      if (sim::dispatcher_on_stack(stack, d) != d) continue;
       sim::Layout l = parent;
       l.dispatcher = d;
       l.flex_backend = sim::FlexBackend::kDeepep;

@@ -451,6 +451,21 @@ TEST_F(Report, JsonOutputsOfTheViewsAndToolsCarryASchemaVersion) {
   }
 }
 
+// `sim calibrate --explain ID` shows the recipe the model prices for one published row and the
+// predicted breakdown; an unknown id is a one-line error.
+TEST_F(Report, CalibrateExplainsOneRow) {
+  const CommandOutcome row = attune("sim calibrate --explain mb-26.02-qwen3-30b-a3b-b200-8-fp8-mx");
+  ASSERT_EQ(row.exit_code, 0) << row.err;
+  EXPECT_NE(row.out.find("published    9691.0 tokens/s/GPU"), std::string::npos) << row.out;
+  EXPECT_NE(row.out.find("--cuda-graph-modules moe_router moe_preprocess"), std::string::npos);
+  EXPECT_NE(row.out.find("--micro-batch-size 1"), std::string::npos);
+  EXPECT_NE(row.out.find("breakdown    (critical stage 0"), std::string::npos);
+  const CommandOutcome unknown = attune("sim calibrate --explain no-such-row");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("no row has that id"), std::string::npos) << unknown.err;
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1);
+}
+
 // A ledger string that looks like markup stays text in the HTML and in the Markdown.
 TEST_F(Report, LedgerStringsAreEscaped) {
   const fs::path db = suite_dir() / "hostile";

@@ -2,15 +2,19 @@
 // sample and out of sample.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "adapters/model/performance_model.h"
 #include "adapters/model/published.h"
 #include "core/text_file.h"
+#include "events/assert.h"
 #include "projections/number_format.h"
 #include "projections/text_table.h"
 #include "tools/attune/cli.h"
+#include "tools/attune/prediction_output.h"
 
 namespace attune::cli {
 namespace {
@@ -20,7 +24,8 @@ constexpr int kCalibrateSchemaVersion = 1;
 struct CalibrateOptions {
   std::string rows_file;  // empty: the compiled-in rows
   bool json = false;
-  bool all = false;  // also list the rows that were skipped
+  bool all = false;     // also list the rows that were skipped
+  std::string explain;  // a row's id: show its recipe and predicted breakdown instead
 };
 
 nlohmann::json summary_json(const sim::ErrorSummary& s) {
@@ -130,6 +135,29 @@ void print_text(const sim::Calibration& c, bool all) {
   std::cout << wrap_words(out.str(), kTerminalWidth, "  ");
 }
 
+// One row: its published figure, the recipe the model prices (as Megatron flags and
+// environment) and the prediction with its breakdown, for finding where the model errs.
+int explain_row(const std::vector<sim::PublishedRow>& rows, const std::string& id) {
+  const auto row = std::find_if(rows.begin(), rows.end(),
+                                [&](const sim::PublishedRow& r) { return r.id == id; });
+  if (row == rows.end()) return fail("--explain " + id + ": no row has that id");
+  const std::vector<sim::PublishedRow> one{*row};
+  const sim::CalibrationRow priced = sim::calibrate(one).rows.front();
+  if (!priced.skipped.empty()) return fail("--explain " + id + ": skipped: " + priced.skipped);
+  auto c = sim::published_case(priced.row);
+  ATTUNE_ASSERT(c.ok(), "a priced row has a case");
+  const sim::Prediction p = sim::predict(c->workload, c->recipe);
+  std::cout << priced.row.id << ": " << workload_line(c->workload) << "\n"
+            << "published    " << format_fixed(priced.row.tokens_per_s_per_gpu, 1)
+            << " tokens/s/GPU; predicted " << format_signed_percent(priced.error_raw, 1)
+            << " from it\n"
+            << "recipe\n";
+  std::istringstream recipe(canonical_text(c->recipe));
+  for (std::string line; std::getline(recipe, line);) std::cout << "  " << line << "\n";
+  print_prediction(p);
+  return kExitOk;
+}
+
 int run_calibrate(const CalibrateOptions& options) {
   std::string text(sim::published_rows_text());
   std::string source = "rows.tsv (compiled in)";
@@ -141,6 +169,7 @@ int run_calibrate(const CalibrateOptions& options) {
   }
   auto rows = sim::parse_published_rows(text, source);
   if (!rows.ok()) return fail(rows.error());
+  if (!options.explain.empty()) return explain_row(rows.value(), options.explain);
   const sim::Calibration calibration = sim::calibrate(rows.value());
   if (options.json) {
     write_json_output(calibration_json(calibration), kCalibrateSchemaVersion);
@@ -164,6 +193,11 @@ void add_sim_calibrate_command(CLI::App& sim, int& exit_code) {
                         "A rows.tsv of your own (default: the compiled-in rows)");
   calibrate->add_flag("--all", options->all, "Also list the rows the model cannot price, and why");
   calibrate->add_flag("--json", options->json, "Machine-readable output");
+  calibrate
+      ->add_option("--explain", options->explain,
+                   "A row's id: print the recipe the model prices for it and the predicted "
+                   "step's breakdown instead of the table")
+      ->excludes("--json");
   calibrate->callback([&exit_code, options] { exit_code = run_calibrate(*options); });
 }
 

@@ -280,8 +280,15 @@ bool runs_fused_grouped_mlp(const Context& c) {
 // Host operations of the token dispatch (or the combine): the flex backends lay out and permute
 // tokens inside their communication kernels; the others permute with separate kernels (fewer with
 // --moe-permute-fusion) around an all-to-all or all-gather.
+// CPU operations of the token permutation before the dispatch (`dispatch`) or after the
+// combine: the flex dispatcher permutes inside its own calls.
+double permute_ops(const Layout& l, bool dispatch) {
+  if (l.ep > 1 && l.dispatcher == Dispatcher::kFlex) return 0;
+  return l.permute_fusion ? 3 : (dispatch ? 10 : 8);
+}
+
 double dispatch_ops(const Layout& l, bool dispatch) {
-  const double permute = l.permute_fusion ? 3 : (dispatch ? 10 : 8);
+  const double permute = permute_ops(l, dispatch);
   if (l.ep == 1) return permute;
   switch (l.dispatcher) {
     case Dispatcher::kFlex:
@@ -495,12 +502,65 @@ LayerParts layer_parts(const Context& c) {
   return parts;
 }
 
+enum class LayerKind { kDense, kMoe };
+
 // The share of an eager operation's host cost that remains under the recipe's CUDA graphs, for a
 // piece the graphs can capture (`graphable`) or not.
 double launch_fraction(const Layout& l, bool graphable) {
   if (l.cuda_graph == CudaGraphImpl::kFullIteration) return kFullIterationLaunchFraction;
   if (l.cuda_graph == CudaGraphImpl::kNone || !graphable) return 1.0;
   return kGraphedLaunchFraction;
+}
+
+// Which of a layer's pieces the recipe's CUDA graphs capture. Full-iteration graphs capture
+// everything. Per-layer graphs (local or Transformer Engine) without a scope capture a dense
+// layer whole and a MoE layer's attention. With a scope (--cuda-graph-scope) they capture only
+// the modules it names: attn (norm, projections, core attention), mlp (a dense MLP with its
+// norm), moe_router (a MoE block's norm, router and shared experts) and moe_preprocess (the
+// permutation before the dispatch). The dispatch and combine, and the experts, whose shapes
+// follow the routing, stay eager.
+struct GraphCover {
+  bool attention = false;
+  bool mlp = false;
+  bool router = false;
+  bool preprocess = false;
+  bool experts = false;
+};
+
+GraphCover graph_cover(const Layout& l) {
+  if (l.cuda_graph == CudaGraphImpl::kNone) return {};
+  if (l.cuda_graph == CudaGraphImpl::kFullIteration) return {true, true, true, true, true};
+  const std::uint32_t m = l.cuda_graph_modules;
+  if (m == 0) return {.attention = true, .mlp = true};
+  return {.attention = (m & kGraphAttn) != 0,
+          .mlp = (m & kGraphMlp) != 0,
+          .router = (m & (kGraphMoeRouter | kGraphMoe)) != 0,
+          .preprocess = (m & (kGraphMoePreprocess | kGraphMoe)) != 0,
+          .experts = (m & kGraphMoe) != 0};
+}
+
+// A layer's forward host seconds: each piece's operations at the eager cost, or at the graphed
+// share where the recipe's graphs capture it.
+double layer_host_forward_s(const Context& c, const LayerParts& parts, LayerKind kind) {
+  const GraphCover g = graph_cover(c.l);
+  double seconds = 0;
+  const auto add = [&](double ops, bool captured) {
+    seconds += ops * c.host_op_s * launch_fraction(c.l, captured);
+  };
+  add(parts.attn_norm.host_ops + parts.attn_linear.host_ops + parts.attn_up.host_ops +
+          parts.attn_core.host_ops,
+      g.attention);
+  if (kind == LayerKind::kDense) {
+    add(parts.mlp_norm.host_ops + parts.dense_mlp.host_ops, g.mlp);
+    return seconds;
+  }
+  const double preprocess = permute_ops(c.l, true);
+  add(parts.mlp_norm.host_ops + parts.router.host_ops + parts.shared.host_ops, g.router);
+  add(preprocess, g.preprocess);
+  add(parts.dispatch.host_ops - preprocess + parts.combine.host_ops + parts.experts.host_ops +
+          parts.experts_act.host_ops,
+      g.experts);
+  return seconds;
 }
 
 // Forward, backward and recomputation of one layer kind, with exposures applied.
@@ -563,8 +623,6 @@ void add_exposed(PhaseTimes& out, const Part& p, const Context& c, double linear
 double gpu_busy(const PhaseTimes& t) {
   return t.compute_s() + t.tp_comm_s + t.cp_comm_s + t.ep_a2a_s;
 }
-
-enum class LayerKind { kDense, kMoe };
 
 // Which pieces a selective recomputation repeats, for one layer kind.
 Part selective_recompute(const Layout& l, const LayerParts& parts, LayerKind kind) {
@@ -677,19 +735,10 @@ LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind
   add_exposed(out.recompute, recompute, c, recompute_linear_gemm, 0.0,
               c.cp_overlapped ? recompute.attention : 0.0);
 
-  // Attention pieces are captured by per-layer graphs; a MoE layer's routing and dispatch only
-  // when the graphs cover the router and its preprocessing, or the whole iteration.
-  const bool graphable = kind == LayerKind::kDense ||
-                         (l.cuda_graph_modules & (kGraphMoeRouter | kGraphMoePreprocess)) != 0;
-  const double attention_ops = attention.host_ops + core.host_ops;
-  const double other_ops = all.host_ops - attention_ops;
-  auto host = [&](double factor) {
-    return c.host_op_s * factor *
-           (attention_ops * launch_fraction(l, true) + other_ops * launch_fraction(l, graphable));
-  };
-  out.host_forward = host(1.0);
+  const double host_forward = layer_host_forward_s(c, parts, kind);
+  out.host_forward = host_forward;
   out.host_backward =
-      host(kBackwardOpsFactor) + host(recompute.host_ops / std::max(1.0, all.host_ops));
+      host_forward * (kBackwardOpsFactor + recompute.host_ops / std::max(1.0, all.host_ops));
   out.gpu_forward = gpu_busy(out.forward);
   out.gpu_backward = gpu_busy(out.backward) + gpu_busy(out.recompute);
   return out;

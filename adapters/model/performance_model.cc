@@ -662,7 +662,7 @@ LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind
   Part core = parts.attn_core;
   Part mlp = parts.mlp_norm;
   Part moe_comm;
-  Part shared = parts.shared;
+  Part shared = kind == LayerKind::kMoe ? parts.shared : Part{};  // dense layers have none
   if (kind == LayerKind::kDense) {
     mlp += parts.dense_mlp;
   } else {

@@ -307,5 +307,23 @@ TEST(SimPerformance, InvalidRecipeCarriesMegatronsMessage) {
   EXPECT_EQ(p.error, "world size (8) is not divisible by total_model_size (total_model_size=3)");
 }
 
+// A MoE model's leading dense layers carry no shared expert: a stage of dense layers costs the
+// same whatever the shared experts' width.
+TEST(SimPerformance, DenseLayersOfAMoeModelRunNoSharedExpert) {
+  Workload w = workload("deepseek-v3", "b200", 16, 4096, 64);
+  w.model.num_layers = 4;
+  w.model.first_dense_layers = 2;
+  const char* flags =
+      "--pipeline-model-parallel-size 2 --expert-model-parallel-size 8 --moe-grouped-gemm "
+      "--use-distributed-optimizer --micro-batch-size 1";
+  const Prediction with_shared = run(w, flags);
+  w.model.moe_shared_expert_intermediate_size *= 4;
+  const Prediction wider = run(w, flags);
+  ASSERT_EQ(with_shared.stages.size(), 2u);
+  ASSERT_EQ(with_shared.stages[0].decoder_layers, 2);
+  EXPECT_DOUBLE_EQ(wider.stages[0].forward.gemm_s, with_shared.stages[0].forward.gemm_s);
+  EXPECT_GT(wider.stages[1].forward.gemm_s, with_shared.stages[1].forward.gemm_s);
+}
+
 }  // namespace
 }  // namespace attune::sim

@@ -92,7 +92,10 @@ double moe_mlp_bytes(const ModelSpec& m, const Layout& l, const Shapes& s) {
   const double moe_share = s.moe_tokens / s.tokens;
   const double f_e = m.moe_ffn_hidden_size / static_cast<double>(l.etp);
   const double up = m.gated_linear_unit ? 2 : 1;
-  double routed = act * h + 2 * up * f_e + 2 * h;  // dispatched input, FC1 output, expert output
+  // Saved per routed copy: the dispatched input and the FC1 output. The routing weights multiply
+  // inside the activation function (Megatron Core 0.13 on), so the combine's backward needs no
+  // copy of the experts' output.
+  double routed = act * h + 2 * up * f_e;
   if (!recomputes(l, kRecomputeMoeAct)) routed += act * f_e;
   bytes += moe_share * (8.0 * m.num_experts + m.moe_router_topk * l.etp * routed);
   if (m.moe_shared_expert_intermediate_size > 0 && !recomputes(l, kRecomputeSharedExperts)) {
@@ -140,6 +143,10 @@ LayerActivationBytes layer_activation_bytes(const Workload& w, const ResolvedLay
   out.mtp_extra = s.tokens * 6.0 * m.hidden_size / s.h_shard;
   out.recomputed_layer = s.tokens * 2.0 * m.hidden_size / s.h_shard;
   return out;
+}
+
+int activation_offload_layers(const Layout& l, int stage_layers) {
+  return std::clamp(l.cpu_offloading_num_layers, 0, std::max(0, stage_layers - 1));
 }
 
 double chunks_in_flight(const ResolvedLayout& r, int rank) {
@@ -217,6 +224,10 @@ StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, in
                              : 1;
     working_set = group * largest_layer;
   }
+  // Activation offload: the offloaded layers' activations wait in host memory, all but the one
+  // layer whose copy is in flight.
+  const int offloaded = activation_offload_layers(l, layers);
+  if (offloaded > 1) per_microbatch -= (offloaded - 1) * mean_layer_bytes;
   const double chunks = chunks_in_flight(r, rank);
   double activations = per_microbatch / r.vp * chunks;
   if (l.cuda_graph == CudaGraphImpl::kFullIteration)

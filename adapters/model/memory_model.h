@@ -33,6 +33,10 @@ struct LayerActivationBytes {
 LayerActivationBytes layer_activation_bytes(const Workload& workload,
                                             const ResolvedLayout& resolved);
 
+// Layers of a stage of `stage_layers` whose activations --cpu-offloading-num-layers sends to host
+// memory (Megatron allows it without a pipeline and requires fewer than the model's layers).
+int activation_offload_layers(const Layout& layout, int stage_layers);
+
 // Microbatches (as model chunks) whose activations pipeline rank `rank` holds at its peak.
 double chunks_in_flight(const ResolvedLayout& resolved, int rank);
 

@@ -768,6 +768,22 @@ double p2p_message_s(const Context& c, int from, int to) {
   return (bytes / network + c.hw.scale_out_latency_us * 1e-6) * c.f.pp_p2p;
 }
 
+// Activation offload (--cpu-offloading-num-layers): the offloaded layers' activations go to host
+// memory during the forward and come back during the backward over the host link, beside the
+// compute; what the compute does not cover, the GPU waits for.
+void add_activation_offload(const Context& c, const StageLayers& stage, StageTiming& st) {
+  const int offloaded = activation_offload_layers(c.l, stage.decoder_layers());
+  if (offloaded == 0) return;
+  const LayerActivationBytes act = layer_activation_bytes(c.w, c.r);
+  const double layer_bytes =
+      (stage.dense_layers * act.dense_layer + stage.moe_layers * act.moe_layer) /
+      stage.decoder_layers();
+  const double copy_s =
+      offloaded * layer_bytes / (c.hw.host_link_bandwidth_gb_per_s * 1e9) * c.f.host;
+  st.forward.host_s += std::max(0.0, copy_s - gpu_busy(st.forward));
+  st.backward.host_s += std::max(0.0, copy_s - gpu_busy(st.backward) - gpu_busy(st.recompute));
+}
+
 struct StageWork {
   StageTiming timing;
   double backward_s = 0;  // one microbatch's backward including recomputation
@@ -842,6 +858,7 @@ StageWork stage_work(const Context& c, const LayerParts& parts, const LayerTimes
   host_backward += std::max(0.0, free_host_backward * c.f.host - std::max(0.0, free_gpu_backward));
   st.forward.host_s = host_forward;
   st.backward.host_s = host_backward;
+  add_activation_offload(c, stage, st);
 
   // Pipeline send/receive: per model chunk, an activation forward and a gradient backward.
   const int p = l.pp;

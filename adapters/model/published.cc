@@ -200,8 +200,9 @@ std::string other_setting(const PublishedRow& r, std::string_view key) {
 }
 
 // The settings of the source's other column the model reads: the uneven pipeline split, the
-// shared-expert overlap, bf16 gradient reduction, activation offload and Transformer Engine's op
-// fuser (the fused grouped MLP runs only through it).
+// shared-expert overlap, bf16 gradient reduction, the fused cross entropy (on unless it says
+// False), activation offload and Transformer Engine's op fuser (the fused grouped MLP runs only
+// through it).
 std::string other_flags(const PublishedRow& r) {
   std::string flags;
   if (other_setting(r, "account_for_embedding_in_pipeline_split") == "True") {
@@ -216,6 +217,9 @@ std::string other_flags(const PublishedRow& r) {
   if (other_setting(r, "ddp.grad_reduce_in_fp32") == "False") flags += " --grad-reduce-in-bf16";
   if (other_setting(r, "use_transformer_engine_op_fuser") == "True") {
     flags += " --use-transformer-engine-op-fuser";
+  }
+  if (other_setting(r, "cross_entropy_loss_fusion") != "False") {
+    flags += " --cross-entropy-loss-fusion";
   }
   if (other_setting(r, "cpu_offloading") == "True") {
     const std::string layers = other_setting(r, "cpu_offloading_num_layers");
@@ -232,9 +236,6 @@ std::string data_parallel_flags(const PublishedRow& r) {
   }
   if (other_setting(r, "ddp.overlap_grad_reduce") != "False") flags += " --overlap-grad-reduce";
   if (other_setting(r, "ddp.overlap_param_gather") != "False") flags += " --overlap-param-gather";
-  if (other_setting(r, "cross_entropy_loss_fusion") != "False") {
-    flags += " --cross-entropy-loss-fusion";
-  }
   return flags;
 }
 
@@ -471,6 +472,10 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
         r.error_raw = r.predicted / r.row.tokens_per_s_per_gpu - 1.0;
         r.terms.predicted_s = term_seconds(p.breakdown);
         r.terms.measured_step_s = p.step_time_s * r.predicted / r.row.tokens_per_s_per_gpu;
+        r.peak_memory_gib = p.peak_memory_gib;
+        r.memory_capacity_gib = p.memory_capacity_gib;
+        r.fits_in_memory = p.fits_in_memory;
+        if (p.fits_in_memory) ++out.fit_in_memory;
       }
     }
     if (!r.skipped.empty()) ++out.skipped_by_reason[r.skipped.substr(0, r.skipped.find(':'))];

@@ -82,6 +82,9 @@ struct CalibrationRow {
   std::optional<double> error_model_out;    // leave one model out
   std::optional<double> error_release_out;  // leave one release out
   TermRow terms;  // the predicted step's seconds per cost term, and the published step time
+  double peak_memory_gib = 0;  // the predicted peak of the fullest pipeline stage
+  double memory_capacity_gib = 0;
+  bool fits_in_memory = false;  // every published row ran, so each should fit
 };
 
 struct ErrorSummary {
@@ -110,6 +113,7 @@ struct Calibration {
   ErrorSummary model_out_exact;
   ErrorSummary release_out_exact;
   std::map<std::string, ErrorSummary> raw_by_model;
+  std::size_t fit_in_memory = 0;  // priced rows the memory model says fit (each one ran)
   std::map<std::string, std::size_t> skipped_by_reason;
   std::vector<TermAttribution> terms;
   ErrorSummary terms_refitted;            // every term refitted, in sample

@@ -86,10 +86,12 @@ Recipe allgather_pp4() {
 }
 Recipe allgather_moe_act() { return changed(allgather(), {{"--recompute-modules", "moe_act"}}); }
 Recipe flex() { return changed(baseline_recipe(), {{"--moe-token-dispatcher-type", "flex"}}); }
-// TP1 without sequence parallelism: needs more memory than an H100 has.
+// TP1 without sequence parallelism and with twice the experts per GPU (EP4): needs more memory
+// than an H100 has.
 Recipe out_of_memory() {
-  return changed(baseline_recipe(),
-                 {{"--tensor-model-parallel-size", "1"}, {"--sequence-parallel", "false"}});
+  return changed(baseline_recipe(), {{"--tensor-model-parallel-size", "1"},
+                                     {"--sequence-parallel", "false"},
+                                     {"--expert-model-parallel-size", "4"}});
 }
 // MoE, expert data parallelism 2, both data-parallel overlaps and the shared-expert overlap:
 // the world's kDataParallelOverlapWithExpertDataParallel defect, a hang.

@@ -124,5 +124,54 @@ TEST(SimMemory, ExpertStateShardsOverExpertDataParallelism) {
   EXPECT_NEAR(estimate_stage_memory(w, offload, 0).optimizer_gib, 0.25 * m.optimizer_gib, 1e-9);
 }
 
+// --cpu-offloading-num-layers N keeps the activations of all but N - 1 of a stage's layers on the
+// GPU (one offloaded layer's copy is in flight at a time).
+TEST(SimMemory, ActivationOffloadKeepsTheOtherLayersOnTheGpu) {
+  const Workload w = llama8b_on_8_h100();
+  const std::string flags = "--micro-batch-size 1 --use-distributed-optimizer";
+  const StageMemory all = estimate_stage_memory(w, resolved(w, flags), 0);
+  const StageMemory offloaded =
+      estimate_stage_memory(w, resolved(w, flags + " --cpu-offloading-num-layers 16"), 0);
+  const int layers = w.model.num_layers;  // 32
+  EXPECT_NEAR(offloaded.activations_gib, all.activations_gib * (layers - 15) / layers, 1e-9);
+  EXPECT_DOUBLE_EQ(offloaded.weights_gib, all.weights_gib);
+  EXPECT_EQ(activation_offload_layers(resolved(w, flags).layout, layers), 0);
+  EXPECT_EQ(activation_offload_layers(resolved(w, flags + " --cpu-offloading-num-layers 16").layout,
+                                      layers),
+            16);
+}
+
+// A routed copy of a token keeps the dispatched input and the FC1 output for the backward (and
+// the activation's output unless moe_act is recomputed), not the expert's output: the routing
+// weights multiply inside the activation, so the combine's backward needs no copy of it.
+TEST(SimMemory, ARoutedCopyKeepsTheExpertInputsNotItsOutput) {
+  Workload w;
+  w.model = load_model("qwen3-30b-a3b").value();
+  w.hardware = load_hardware("h100").value();
+  w.gpus = 16;
+  w.seq_length = 4096;
+  w.global_batch_size = 256;
+  const std::string flags =
+      "--expert-model-parallel-size 8 --moe-grouped-gemm --micro-batch-size 1 "
+      "--use-distributed-optimizer --recompute-granularity selective";
+  const double kept =
+      layer_activation_bytes(w, resolved(w, flags + " --recompute-modules core_attn")).moe_layer;
+  const double act_recomputed =
+      layer_activation_bytes(w, resolved(w, flags + " --recompute-modules core_attn moe_act"))
+          .moe_layer;
+  const double h = w.model.hidden_size;          // 2048
+  const double f = w.model.moe_ffn_hidden_size;  // 768
+  const double k = w.model.moe_router_topk;      // 8
+  const double tokens = 4096;
+  EXPECT_DOUBLE_EQ(kept - act_recomputed, tokens * k * 2 * f);  // the bf16 activation output
+  // Each further routed copy keeps its input, FC1 output and activation output, in bf16.
+  Workload twice = w;
+  twice.model.moe_router_topk *= 2;
+  const double more =
+      layer_activation_bytes(twice, resolved(twice, flags + " --recompute-modules core_attn"))
+          .moe_layer;
+  EXPECT_DOUBLE_EQ(more - kept, tokens * k * (2 * h + 2 * 2 * f + 2 * f));
+}
+
 }  // namespace
 }  // namespace attune::sim

@@ -383,8 +383,8 @@ TEST(SimWorld, MixtralExpertRecipeIsNearTheWorldsOptimum) {
 }
 
 // The paper's GLM-4.5 finding holds at reality seed 0 too: experts inside a node help, DeepEP
-// helps more, and TP1 at 16 pipeline stages with full recomputation is faster still (the
-// selective variant runs out of memory), by more than +30 % over the public recipe.
+// helps more, and TP1 at 16 pipeline stages with full recomputation is faster still, by more than
+// +30 % over the public recipe.
 TEST(SimWorld, Glm45FindingHoldsInTheWorld) {
   const World world(testing::load("glm-4.5", "b200", 128, 4096, 2048), quiet_world());
   ASSERT_EQ(world.config().reality_seed, 0u);
@@ -410,7 +410,9 @@ TEST(SimWorld, Glm45FindingHoldsInTheWorld) {
   tp1 = with(tp1, "pipeline-model-parallel-size", "16");
   tp1 = with(tp1, "decoder-first-pipeline-num-layers", "6");
   tp1 = with(tp1, "decoder-last-pipeline-num-layers", "2");
-  EXPECT_EQ(world_run(tp1).outcome, JobOutcome::kOutOfMemory);
+  // The paper's TP1 run needed full recomputation; the model fits it under the baseline's
+  // selective recomputation too (sim_findings_test.cc), and full recomputation costs time.
+  const double selective_gain = world_gain(tp1);
   Recipe full = with(tp1, "recompute-granularity", "full");
   full = with(full, "recompute-method", "uniform");
   full = with(full, "recompute-num-layers", "1");
@@ -418,6 +420,7 @@ TEST(SimWorld, Glm45FindingHoldsInTheWorld) {
   EXPECT_GT(ep8_gain, 0.1);
   EXPECT_GT(deepep_gain, ep8_gain);
   EXPECT_GT(full_gain, deepep_gain);
+  EXPECT_GT(selective_gain, full_gain);
   EXPECT_GT(full_gain, 0.3);
   EXPECT_LT(full_gain, 0.8);
   std::printf("GLM-4.5 world seed 0: EP8 %+.1f%%, DeepEP %+.1f%%, TP1 PP16 full %+.1f%%\n",

@@ -49,6 +49,9 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           r.error_model_out ? nlohmann::json(*r.error_model_out) : nlohmann::json(nullptr);
       row["error_leave_release_out"] =
           r.error_release_out ? nlohmann::json(*r.error_release_out) : nlohmann::json(nullptr);
+      row["peak_memory_gib"] = r.peak_memory_gib;
+      row["memory_capacity_gib"] = r.memory_capacity_gib;
+      row["fits_in_memory"] = r.fits_in_memory;
     }
     rows.push_back(std::move(row));
   }
@@ -70,6 +73,7 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           {"leave_one_model_out_exact_recipes", summary_json(c.model_out_exact)},
           {"leave_one_release_out_exact_recipes", summary_json(c.release_out_exact)},
           {"raw_by_model", by_model},
+          {"rows_fitting_in_memory", c.fit_in_memory},
           {"terms", terms},
           {"terms_refitted", summary_json(c.terms_refitted)},
           {"leave_one_model_out_terms_refitted", summary_json(c.model_out_terms_refitted)},
@@ -102,6 +106,22 @@ std::string terms_text(const sim::Calibration& c) {
                       c.model_out_terms_refitted);
 }
 
+// Every published row ran, so the memory model should fit each one: the count, and the rows it
+// predicts out of memory with their peak.
+std::string memory_text(const sim::Calibration& c) {
+  std::size_t priced = 0;
+  std::string misses;
+  for (const sim::CalibrationRow& r : c.rows) {
+    if (!r.skipped.empty()) continue;
+    ++priced;
+    if (r.fits_in_memory) continue;
+    misses += "  out of memory: " + r.row.id + " (" + format_fixed(r.peak_memory_gib, 1) + " of " +
+              format_fixed(r.memory_capacity_gib, 1) + " GiB)\n";
+  }
+  return "memory: " + std::to_string(c.fit_in_memory) + " of " + std::to_string(priced) +
+         " published recipes fit as predicted (every one ran)\n" + misses;
+}
+
 void print_text(const sim::Calibration& c, bool all) {
   TextTable table({{"row"},
                    {"published", Align::kRight},
@@ -128,6 +148,7 @@ void print_text(const sim::Calibration& c, bool all) {
       << summary_line("  the same, rows with their whole recipe: model out", c.model_out_exact)
       << summary_line("  the same, rows with their whole recipe: release out", c.release_out_exact);
   for (const auto& [model, s] : c.raw_by_model) out << summary_line("  raw, " + model, s);
+  out << memory_text(c);
   out << "\n" << terms_text(c);
   for (const auto& [reason, count] : c.skipped_by_reason) {
     out << "skipped   " << count << " rows: " << reason << "\n";

@@ -478,8 +478,53 @@ std::optional<PlannedStep> planned_step(const Context& c, const std::string& mec
   return std::nullopt;
 }
 
+Recipe recipe_of(const ControlState& state, RunId run_id, const Recipe& baseline) {
+  if (run_id == 0) return baseline;
+  const RunState* run = state.run(run_id);
+  if (run == nullptr) return baseline;
+  auto parsed = parse_recipe(run->recipe, "run " + std::to_string(run_id));
+  return parsed.ok() ? parsed.value() : baseline;
+}
+
+bool searched(const RunState& run) {
+  return run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kRetry;
+}
+
+// The layout of a run whose hang this campaign cured: it hung, and its retry with one
+// data-parallel overlap fewer measured, so the overlaps it hung with are known to hang.
+std::optional<sim::Layout> cured_hang(const Context& c) {
+  for (const auto& [id, run] : c.state.runs) {
+    if (!searched(run) || !run.measured) continue;
+    const auto proposal = c.state.proposals.find(run.proposal_id);
+    if (proposal == c.state.proposals.end()) continue;
+    const RunId parent_id = proposal->second.parent_run_id;
+    const RunState* parent = c.state.run(parent_id);
+    if (parent == nullptr || !parent->failed ||
+        parent->failed->failure_class != FailureClass::kHang) {
+      continue;
+    }
+    auto hung = sim::decode_layout(c.w, recipe_of(c.state, parent_id, c.baseline));
+    if (hung.ok()) return hung.value();
+  }
+  return std::nullopt;
+}
+
+// Whether `recipe` repeats a hang this campaign cured: the parallel degrees and data-parallel
+// overlaps of the run that hung, which dropping one overlap cured.
+bool repeats_cured_hang(const Context& c, const Recipe& recipe) {
+  const std::optional<sim::Layout> hung = cured_hang(c);
+  if (!hung) return false;
+  auto layout = sim::decode_layout(c.w, recipe);
+  if (!layout.ok()) return false;
+  const sim::Layout& l = layout.value();
+  return l.tp == hung->tp && l.pp == hung->pp && l.cp == hung->cp && l.ep == hung->ep &&
+         l.etp == hung->etp && l.overlap_grad_reduce == hung->overlap_grad_reduce &&
+         l.overlap_param_gather == hung->overlap_param_gather;
+}
+
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
-// allowed by the policy, valid for Megatron. Fills recipe, parent, set; the caller scores it.
+// allowed by the policy, valid for Megatron, not a repeat of a cured hang. Fills recipe, parent,
+// set; the caller scores it.
 std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, RunId parent,
                                     Recipe recipe) {
   const std::vector<std::string> levers =
@@ -487,6 +532,7 @@ std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, Run
   if (levers.size() != 1) return std::nullopt;  // rule 2
   if (c.seen.contains(recipe_hash(recipe))) return std::nullopt;
   if (!check_config(c.policy, c.baseline, recipe).allowed) return std::nullopt;  // rule 3
+  if (repeats_cured_hang(c, recipe)) return std::nullopt;
   Candidate out;
   out.recipe = std::move(recipe);
   out.parent = parent;
@@ -672,14 +718,6 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   return out;
 }
 
-Recipe recipe_of(const ControlState& state, RunId run_id, const Recipe& baseline) {
-  if (run_id == 0) return baseline;
-  const RunState* run = state.run(run_id);
-  if (run == nullptr) return baseline;
-  auto parsed = parse_recipe(run->recipe, "run " + std::to_string(run_id));
-  return parsed.ok() ? parsed.value() : baseline;
-}
-
 TunerProposal to_proposal(const Context& c, const Candidate& cand, const std::string& rules) {
   TunerProposal proposal;
   proposal.recipe = cand.recipe;
@@ -753,31 +791,8 @@ struct FailureRetry {
   bool avoid_hung_overlaps = false;  // a retry that would repeat a cured hang is ruled out
 };
 
-bool searched(const RunState& run) {
-  return run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kRetry;
-}
-
 // In flight with no outcome yet (a run is charged after its outcome is recorded).
 bool pending(const RunState& run) { return run.in_flight() && !run.measured && !run.failed; }
-
-// The layout of a run whose hang this campaign cured: it hung, and its retry with one
-// data-parallel overlap fewer measured, so the overlaps it hung with are known to hang.
-std::optional<sim::Layout> cured_hang(const Context& c) {
-  for (const auto& [id, run] : c.state.runs) {
-    if (!searched(run) || !run.measured) continue;
-    const auto proposal = c.state.proposals.find(run.proposal_id);
-    if (proposal == c.state.proposals.end()) continue;
-    const RunId parent_id = proposal->second.parent_run_id;
-    const RunState* parent = c.state.run(parent_id);
-    if (parent == nullptr || !parent->failed ||
-        parent->failed->failure_class != FailureClass::kHang) {
-      continue;
-    }
-    auto hung = sim::decode_layout(c.w, recipe_of(c.state, parent_id, c.baseline));
-    if (hung.ok()) return hung.value();
-  }
-  return std::nullopt;
-}
 
 // Whether a retry of a failed run is still in flight: its outcome (a retry that fails again is
 // retried in turn) is the evidence for the next, so retries go one at a time.

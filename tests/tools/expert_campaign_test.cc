@@ -358,11 +358,18 @@ TEST_F(ExpertCampaign, TheMemoryPrefilterKeepsTpeFromLaunchingWhatWillNotFit) {
 
 // Rule 5 adds full recomputation to a layout that ran out of memory; from such a leader, a layout
 // that fits without it is launched as planned ("rule 5 in reverse") and its recomputation relaxed
-// at the next step, once. On GLM-4.5 (slime) that is how the expert reaches the world's best
-// layouts: TP 1 with the expert activations recomputed, not the whole layer.
+// at the next step, once. GLM-4.5 (slime) on B200s of 140 GiB: its TP1 layouts need
+// recomputation there (on 180 GB parts they fit without it), and rule 5 then its reverse is how
+// the expert reaches them: TP 1 with the expert activations recomputed, not the whole layer.
 TEST_F(ExpertCampaign, ARecomputationAddedToFitIsRelaxedOnceALayoutFitsWithoutIt) {
+  const fs::path hardware = root_ / "b200-140g.toml";
+  rewrite(fs::path(ATTUNE_SOURCE_DIR) / "adapters/model/data/hardware/b200.toml", hardware,
+          "capacity_gib = 179.1", "capacity_gib = 140.0");
+  rewrite(hardware, hardware, "name = \"b200\"", "name = \"b200-140g\"");
+  const std::string file = copy_of("glm-4.5-b200x128", true);
+  rewrite(file, file, "hardware = \"b200\"", "hardware = \"" + hardware.string() + "\"");
   std::vector<nlohmann::json> events;
-  const nlohmann::json summary = run_example("glm-4.5-b200x128", events);
+  const nlohmann::json summary = run_example(file, events);
   ASSERT_TRUE(summary.contains("shipped")) << summary.dump();
   std::set<std::int64_t> planned_runs;
   std::map<std::int64_t, std::int64_t> run_of_proposal;
@@ -392,7 +399,7 @@ TEST_F(ExpertCampaign, ARecomputationAddedToFitIsRelaxedOnceALayoutFitsWithoutIt
   ASSERT_FALSE(shipped["is_baseline"].get<bool>());
   EXPECT_EQ(shipped["recipe"].get<std::string>().find("--recompute-granularity full"),
             std::string::npos);
-  EXPECT_GT(shipped["gain_fraction"].get<double>(), 1.0);
+  EXPECT_GT(shipped["gain_fraction"].get<double>(), 0.5);
 }
 
 // On GLM-4.5 on slime, rule 5's retries of out-of-memory layouts with full recomputation can hang

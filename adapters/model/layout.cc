@@ -745,6 +745,10 @@ Status check_other(const Workload& w, const ResolvedLayout& r) {
         "Cannot defer embedding wgrad compute when pipeline model parallel is not used");
   }
   if (l.cpu_offloading_num_layers > 0) {
+    if (l.cpu_offloading_num_layers >= w.model.num_layers) {
+      return make_error("CPU offloading can be done only for layers less than " +
+                        num(w.model.num_layers));
+    }
     if (l.pp > 1) {
       return make_error(
           "Currently there is no support for Pipeline parallelism with CPU offloading");

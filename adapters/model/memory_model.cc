@@ -149,6 +149,14 @@ int activation_offload_layers(const Layout& l, int stage_layers) {
   return std::clamp(l.cpu_offloading_num_layers, 0, std::max(0, stage_layers - 1));
 }
 
+double mean_decoder_layer_bytes(const Workload& w, const ResolvedLayout& r,
+                                const StageLayers& stage) {
+  if (stage.decoder_layers() == 0) return 0;
+  const LayerActivationBytes act = layer_activation_bytes(w, r);
+  return (stage.dense_layers * act.dense_layer + stage.moe_layers * act.moe_layer) /
+         stage.decoder_layers();
+}
+
 double chunks_in_flight(const ResolvedLayout& r, int rank) {
   const int p = r.layout.pp;
   const int m = r.microbatches;
@@ -226,8 +234,8 @@ StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, in
   }
   // Activation offload: the offloaded layers' activations wait in host memory, all but the one
   // layer whose copy is in flight.
-  const int offloaded = activation_offload_layers(l, layers);
-  if (offloaded > 1) per_microbatch -= (offloaded - 1) * mean_layer_bytes;
+  const int offloaded = activation_offload_layers(l, stage.decoder_layers());
+  if (offloaded > 1) per_microbatch -= (offloaded - 1) * mean_decoder_layer_bytes(w, r, stage);
   const double chunks = chunks_in_flight(r, rank);
   double activations = per_microbatch / r.vp * chunks;
   if (l.cuda_graph == CudaGraphImpl::kFullIteration)

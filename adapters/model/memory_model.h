@@ -37,6 +37,10 @@ LayerActivationBytes layer_activation_bytes(const Workload& workload,
 // memory (Megatron allows it without a pipeline and requires fewer than the model's layers).
 int activation_offload_layers(const Layout& layout, int stage_layers);
 
+// The mean saved activation bytes of one of `stage`'s decoder layers for one microbatch.
+double mean_decoder_layer_bytes(const Workload& workload, const ResolvedLayout& resolved,
+                                const StageLayers& stage);
+
 // Microbatches (as model chunks) whose activations pipeline rank `rank` holds at its peak.
 double chunks_in_flight(const ResolvedLayout& resolved, int rank);
 

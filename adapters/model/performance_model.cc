@@ -277,9 +277,6 @@ bool runs_fused_grouped_mlp(const Context& c) {
          l.fp8_recipe == "mxfp8";
 }
 
-// Host operations of the token dispatch (or the combine): the flex backends lay out and permute
-// tokens inside their communication kernels; the others permute with separate kernels (fewer with
-// --moe-permute-fusion) around an all-to-all or all-gather.
 // CPU operations of the token permutation before the dispatch (`dispatch`) or after the
 // combine: the flex dispatcher permutes inside its own calls.
 double permute_ops(const Layout& l, bool dispatch) {
@@ -287,6 +284,9 @@ double permute_ops(const Layout& l, bool dispatch) {
   return l.permute_fusion ? 3 : (dispatch ? 10 : 8);
 }
 
+// Host operations of the token dispatch (or the combine): the flex backends lay out and permute
+// tokens inside their communication kernels; the others permute with separate kernels (fewer with
+// --moe-permute-fusion) around an all-to-all or all-gather.
 double dispatch_ops(const Layout& l, bool dispatch) {
   const double permute = permute_ops(l, dispatch);
   if (l.ep == 1) return permute;
@@ -514,11 +514,11 @@ double launch_fraction(const Layout& l, bool graphable) {
 
 // Which of a layer's pieces the recipe's CUDA graphs capture. Full-iteration graphs capture
 // everything. Per-layer graphs (local or Transformer Engine) without a scope capture a dense
-// layer whole and a MoE layer's attention. With a scope (--cuda-graph-scope) they capture only
+// layer whole and a MoE layer's attention. With a scope (--cuda-graph-modules) they capture only
 // the modules it names: attn (norm, projections, core attention), mlp (a dense MLP with its
 // norm), moe_router (a MoE block's norm, router and shared experts) and moe_preprocess (the
 // permutation before the dispatch). The dispatch and combine, and the experts, whose shapes
-// follow the routing, stay eager.
+// follow the routing, stay eager (Megatron refuses the moe scope with dropless routing).
 struct GraphCover {
   bool attention = false;
   bool mlp = false;
@@ -534,9 +534,8 @@ GraphCover graph_cover(const Layout& l) {
   if (m == 0) return {.attention = true, .mlp = true};
   return {.attention = (m & kGraphAttn) != 0,
           .mlp = (m & kGraphMlp) != 0,
-          .router = (m & (kGraphMoeRouter | kGraphMoe)) != 0,
-          .preprocess = (m & (kGraphMoePreprocess | kGraphMoe)) != 0,
-          .experts = (m & kGraphMoe) != 0};
+          .router = (m & kGraphMoeRouter) != 0,
+          .preprocess = (m & kGraphMoePreprocess) != 0};
 }
 
 // A layer's forward host seconds: each piece's operations at the eager cost, or at the graphed
@@ -774,14 +773,11 @@ double p2p_message_s(const Context& c, int from, int to) {
 void add_activation_offload(const Context& c, const StageLayers& stage, StageTiming& st) {
   const int offloaded = activation_offload_layers(c.l, stage.decoder_layers());
   if (offloaded == 0) return;
-  const LayerActivationBytes act = layer_activation_bytes(c.w, c.r);
-  const double layer_bytes =
-      (stage.dense_layers * act.dense_layer + stage.moe_layers * act.moe_layer) /
-      stage.decoder_layers();
-  const double copy_s =
-      offloaded * layer_bytes / (c.hw.host_link_bandwidth_gb_per_s * 1e9) * c.f.host;
-  st.forward.host_s += std::max(0.0, copy_s - gpu_busy(st.forward));
-  st.backward.host_s += std::max(0.0, copy_s - gpu_busy(st.backward) - gpu_busy(st.recompute));
+  const double copy_s = offloaded * mean_decoder_layer_bytes(c.w, c.r, stage) /
+                        (c.hw.host_link_bandwidth_gb_per_s * 1e9);
+  // The copies run on their own stream beside the phase: its GPU work and any host stall.
+  st.forward.host_s += std::max(0.0, copy_s - gpu_busy(st.forward) - st.forward.host_s);
+  st.backward.host_s += std::max(0.0, copy_s - gpu_busy(st.backward) - st.backward.host_s);
 }
 
 struct StageWork {
@@ -826,7 +822,9 @@ StageWork stage_work(const Context& c, const LayerParts& parts, const LayerTimes
 
   // Host: the GPU waits when launching work takes longer than running it. A blocking sync per
   // MoE layer splits the stream into per-layer segments.
-  const double ends_host = ends.host_ops * c.host_op_s * launch_fraction(l, true);
+  // Per-layer graphs capture decoder layers only: the embedding and the loss launch eagerly.
+  const double ends_host = ends.host_ops * c.host_op_s *
+                           launch_fraction(l, l.cuda_graph == CudaGraphImpl::kFullIteration);
   double host_forward = 0;
   double host_backward = 0;
   double free_host_forward = ends_host;

@@ -475,7 +475,7 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
         r.peak_memory_gib = p.peak_memory_gib;
         r.memory_capacity_gib = p.memory_capacity_gib;
         r.fits_in_memory = p.fits_in_memory;
-        if (p.fits_in_memory) ++out.fit_in_memory;
+        if (p.fits_in_memory) ++out.rows_fitting_in_memory;
       }
     }
     if (!r.skipped.empty()) ++out.skipped_by_reason[r.skipped.substr(0, r.skipped.find(':'))];

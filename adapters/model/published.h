@@ -113,7 +113,7 @@ struct Calibration {
   ErrorSummary model_out_exact;
   ErrorSummary release_out_exact;
   std::map<std::string, ErrorSummary> raw_by_model;
-  std::size_t fit_in_memory = 0;  // priced rows the memory model says fit (each one ran)
+  std::size_t rows_fitting_in_memory = 0;  // priced rows the memory model says fit (each one ran)
   std::map<std::string, std::size_t> skipped_by_reason;
   std::vector<TermAttribution> terms;
   ErrorSummary terms_refitted;            // every term refitted, in sample

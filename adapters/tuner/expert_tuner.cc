@@ -490,9 +490,10 @@ bool searched(const RunState& run) {
   return run.purpose == RunPurpose::kSearch || run.purpose == RunPurpose::kRetry;
 }
 
-// The layout of a run whose hang this campaign cured: it hung, and its retry with one
+// The layouts of the runs whose hangs this campaign cured: each hung, and its retry with one
 // data-parallel overlap fewer measured, so the overlaps it hung with are known to hang.
-std::optional<sim::Layout> cured_hang(const Context& c) {
+std::vector<sim::Layout> cured_hangs(const Context& c) {
+  std::vector<sim::Layout> out;
   for (const auto& [id, run] : c.state.runs) {
     if (!searched(run) || !run.measured) continue;
     const auto proposal = c.state.proposals.find(run.proposal_id);
@@ -504,22 +505,24 @@ std::optional<sim::Layout> cured_hang(const Context& c) {
       continue;
     }
     auto hung = sim::decode_layout(c.w, recipe_of(c.state, parent_id, c.baseline));
-    if (hung.ok()) return hung.value();
+    if (hung.ok()) out.push_back(std::move(hung).value());
   }
-  return std::nullopt;
+  return out;
 }
 
 // Whether `recipe` repeats a hang this campaign cured: the parallel degrees and data-parallel
-// overlaps of the run that hung, which dropping one overlap cured.
+// overlaps of a run that hung, which dropping one overlap cured.
 bool repeats_cured_hang(const Context& c, const Recipe& recipe) {
-  const std::optional<sim::Layout> hung = cured_hang(c);
-  if (!hung) return false;
+  const std::vector<sim::Layout> hung = cured_hangs(c);
+  if (hung.empty()) return false;
   auto layout = sim::decode_layout(c.w, recipe);
   if (!layout.ok()) return false;
   const sim::Layout& l = layout.value();
-  return l.tp == hung->tp && l.pp == hung->pp && l.cp == hung->cp && l.ep == hung->ep &&
-         l.etp == hung->etp && l.overlap_grad_reduce == hung->overlap_grad_reduce &&
-         l.overlap_param_gather == hung->overlap_param_gather;
+  return std::any_of(hung.begin(), hung.end(), [&](const sim::Layout& h) {
+    return l.tp == h.tp && l.pp == h.pp && l.cp == h.cp && l.ep == h.ep && l.etp == h.etp &&
+           l.overlap_grad_reduce == h.overlap_grad_reduce &&
+           l.overlap_param_gather == h.overlap_param_gather;
+  });
 }
 
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
@@ -813,16 +816,17 @@ bool retry_in_flight(const ControlState& state) {
 // without a launch: dropping the overlap as well would change two levers (rule 2).
 std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, RunId id,
                                       const sim::Prediction& leader_p,
-                                      const std::optional<sim::Layout>& hung) {
+                                      const std::vector<sim::Layout>& hung) {
   const Recipe failed = recipe_of(c.state, id, c.baseline);
   auto layout = sim::decode_layout(c.w, failed);
   if (!layout.ok()) return std::nullopt;
   for (const sim::Layout& value : move_values(c.w, c.stack, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
-    if (hung && value.overlap_grad_reduce == hung->overlap_grad_reduce &&
-        value.overlap_param_gather == hung->overlap_param_gather) {
-      continue;
-    }
+    const bool hangs = std::any_of(hung.begin(), hung.end(), [&](const sim::Layout& h) {
+      return value.overlap_grad_reduce == h.overlap_grad_reduce &&
+             value.overlap_param_gather == h.overlap_param_gather;
+    });
+    if (hangs) continue;
     auto recipe = sim::apply_layout(failed, value);
     if (!recipe.ok()) continue;
     auto cand = admissible(c, failed, id, std::move(recipe).value());
@@ -848,7 +852,8 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
 std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRetry& retry,
                                    const sim::Prediction& leader_p, double min_gain) {
   if (retry_in_flight(c.state)) return std::nullopt;
-  const std::optional<sim::Layout> hung = retry.avoid_hung_overlaps ? cured_hang(c) : std::nullopt;
+  const std::vector<sim::Layout> hung =
+      retry.avoid_hung_overlaps ? cured_hangs(c) : std::vector<sim::Layout>{};
   std::optional<Candidate> best;
   for (const auto& [id, run] : c.state.runs) {
     if (run.purpose != RunPurpose::kSearch || !run.failed ||

@@ -75,6 +75,7 @@ TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1WithFullRecomputation) {
       "pipeline-model-parallel-size=16",     "expert-model-parallel-size=8",
       "decoder-first-pipeline-num-layers=6", "decoder-last-pipeline-num-layers=2"};
   const Prediction tp1_selective = valid(w, variant("glm-4.5-b200x128", tp1));
+  EXPECT_TRUE(tp1_selective.fits_in_memory);
   Recipe full = variant("glm-4.5-b200x128", tp1);
   for (const char* change :
        {"recompute-granularity=full", "recompute-method=uniform", "recompute-num-layers=1"}) {

@@ -325,5 +325,27 @@ TEST(SimPerformance, DenseLayersOfAMoeModelRunNoSharedExpert) {
   EXPECT_GT(wider.stages[1].forward.gemm_s, with_shared.stages[1].forward.gemm_s);
 }
 
+// Activation offload copies the offloaded layers' activations to host memory and back beside the
+// compute: hidden where the host link is fast enough (GB200's NVLink-C2C), a wait where it is not
+// (an H100's PCIe). Megatron refuses to offload every layer.
+TEST(SimPerformance, ActivationOffloadCopiesCostOnlyWhatTheComputeDoesNotCover) {
+  const std::string flags = "--micro-batch-size 2 --use-distributed-optimizer";
+  const std::string offload = flags + " --cpu-offloading-num-layers 79";
+  const Workload gb200 = workload("llama3.1-70b", "gb200", 64, 8192, 256);
+  EXPECT_DOUBLE_EQ(run(gb200, offload).step_time_s, run(gb200, flags).step_time_s);
+  const Workload h100 = workload("llama3.1-70b", "h100", 64, 8192, 256);
+  const Prediction slow = run(h100, offload);
+  const Prediction plain = run(h100, flags);
+  EXPECT_GT(slow.breakdown.host_s, plain.breakdown.host_s);
+  EXPECT_GT(slow.step_time_s, plain.step_time_s);
+  const Result<Recipe> all = parse_recipe("CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py " +
+                                          flags + " --cpu-offloading-num-layers 80");
+  const Prediction refused = predict(gb200, all.value());
+  EXPECT_FALSE(refused.valid);
+  EXPECT_NE(refused.error.find("CPU offloading can be done only for layers less than 80"),
+            std::string::npos)
+      << refused.error;
+}
+
 }  // namespace
 }  // namespace attune::sim

@@ -73,7 +73,7 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           {"leave_one_model_out_exact_recipes", summary_json(c.model_out_exact)},
           {"leave_one_release_out_exact_recipes", summary_json(c.release_out_exact)},
           {"raw_by_model", by_model},
-          {"rows_fitting_in_memory", c.fit_in_memory},
+          {"rows_fitting_in_memory", c.rows_fitting_in_memory},
           {"terms", terms},
           {"terms_refitted", summary_json(c.terms_refitted)},
           {"leave_one_model_out_terms_refitted", summary_json(c.model_out_terms_refitted)},
@@ -118,7 +118,7 @@ std::string memory_text(const sim::Calibration& c) {
     misses += "  out of memory: " + r.row.id + " (" + format_fixed(r.peak_memory_gib, 1) + " of " +
               format_fixed(r.memory_capacity_gib, 1) + " GiB)\n";
   }
-  return "memory: " + std::to_string(c.fit_in_memory) + " of " + std::to_string(priced) +
+  return "memory: " + std::to_string(c.rows_fitting_in_memory) + " of " + std::to_string(priced) +
          " published recipes fit as predicted (every one ran)\n" + misses;
 }
 

@@ -19,6 +19,16 @@ Workload llama8b_on_8_h100() {
   return w;
 }
 
+Workload qwen30b_on_16_h100() {
+  Workload w;
+  w.model = load_model("qwen3-30b-a3b").value();
+  w.hardware = load_hardware("h100").value();
+  w.gpus = 16;
+  w.seq_length = 4096;
+  w.global_batch_size = 256;
+  return w;
+}
+
 ResolvedLayout resolved(const Workload& w, const std::string& flags) {
   Recipe recipe =
       parse_recipe("CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py " + flags).value();
@@ -99,12 +109,7 @@ TEST(SimMemory, OneFOneBHoldsMicrobatchesByStage) {
 }
 
 TEST(SimMemory, ExpertStateShardsOverExpertDataParallelism) {
-  Workload w;
-  w.model = load_model("qwen3-30b-a3b").value();
-  w.hardware = load_hardware("h100").value();
-  w.gpus = 16;
-  w.seq_length = 4096;
-  w.global_batch_size = 256;
+  const Workload w = qwen30b_on_16_h100();
   const ResolvedLayout r =
       resolved(w,
                "--expert-model-parallel-size 8 --moe-grouped-gemm --micro-batch-size 1 "
@@ -145,12 +150,7 @@ TEST(SimMemory, ActivationOffloadKeepsTheOtherLayersOnTheGpu) {
 // the activation's output unless moe_act is recomputed), not the expert's output: the routing
 // weights multiply inside the activation, so the combine's backward needs no copy of it.
 TEST(SimMemory, ARoutedCopyKeepsTheExpertInputsNotItsOutput) {
-  Workload w;
-  w.model = load_model("qwen3-30b-a3b").value();
-  w.hardware = load_hardware("h100").value();
-  w.gpus = 16;
-  w.seq_length = 4096;
-  w.global_batch_size = 256;
+  const Workload w = qwen30b_on_16_h100();
   const std::string flags =
       "--expert-model-parallel-size 8 --moe-grouped-gemm --micro-batch-size 1 "
       "--use-distributed-optimizer --recompute-granularity selective";

@@ -10,23 +10,11 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 Workload llama8b_on_8_h100() {
-  Workload w;
-  w.model = load_model("llama3.1-8b").value();
-  w.hardware = load_hardware("h100").value();
-  w.gpus = 8;
-  w.seq_length = 4096;
-  w.global_batch_size = 64;
-  return w;
+  return load_workload("llama3.1-8b", "h100", 8, 4096, 64, Precision::kBf16).value();
 }
 
 Workload qwen30b_on_16_h100() {
-  Workload w;
-  w.model = load_model("qwen3-30b-a3b").value();
-  w.hardware = load_hardware("h100").value();
-  w.gpus = 16;
-  w.seq_length = 4096;
-  w.global_batch_size = 256;
-  return w;
+  return load_workload("qwen3-30b-a3b", "h100", 16, 4096, 256, Precision::kBf16).value();
 }
 
 ResolvedLayout resolved(const Workload& w, const std::string& flags) {

@@ -10,6 +10,7 @@
 #include "adapters/model/performance_model.h"
 #include "adapters/model/preset_files.h"
 #include "adapters/model/presets.h"
+#include "events/assert.h"
 #include "events/split.h"
 
 namespace attune::sim {
@@ -275,20 +276,73 @@ std::string recipe_text(const PublishedRow& r, const std::string& precision) {
          other_flags(r);
 }
 
-// The mean log ratio of published to predicted per system over `rows` where `keep` holds.
+double median_of(std::vector<double> values) {
+  ATTUNE_ASSERT(!values.empty(), "a median of something");
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace
+
+std::map<std::string, double> median_polish_columns(
+    const std::map<std::pair<std::string, std::string>, double>& cells) {
+  if (cells.empty()) return {};
+  std::map<std::string, double> row_effect, column_effect;
+  for (const auto& [key, value] : cells) {
+    row_effect[key.first] = 0;
+    column_effect[key.second] = 0;
+  }
+  auto residual = [&](const std::string& row, const std::string& column) -> std::optional<double> {
+    const auto cell = cells.find({row, column});
+    if (cell == cells.end()) return std::nullopt;
+    return cell->second - row_effect[row] - column_effect[column];
+  };
+  // Tukey's median polish: sweep the rows' median residuals into their effects, then the
+  // columns'; the columns' median moves into every row, so the rows carry the level. Twenty
+  // sweeps settle every table the calibration meets.
+  for (int sweep = 0; sweep < 20; ++sweep) {
+    for (auto& [row, effect] : row_effect) {
+      std::vector<double> residuals;
+      for (const auto& [column, unused] : column_effect) {
+        if (auto r = residual(row, column)) residuals.push_back(*r);
+      }
+      effect += median_of(std::move(residuals));
+    }
+    for (auto& [column, effect] : column_effect) {
+      std::vector<double> residuals;
+      for (const auto& [row, unused] : row_effect) {
+        if (auto r = residual(row, column)) residuals.push_back(*r);
+      }
+      effect += median_of(std::move(residuals));
+    }
+    std::vector<double> columns;
+    for (const auto& [column, effect] : column_effect) columns.push_back(effect);
+    const double level = median_of(std::move(columns));
+    for (auto& [column, effect] : column_effect) effect -= level;
+    for (auto& [row, effect] : row_effect) effect += level;
+  }
+  return column_effect;
+}
+
+namespace {
+
+// Each system's log ratio of published to predicted against the median system's, with each
+// model's own error taken out: the median log ratio of every (model, system) cell of the rows
+// where `keep` holds, split by median polish into a model effect (which carries the level) and a
+// system effect. A model whose rows all err the same way moves no system's effect, as a mean over
+// rows would; and no held-out figure is scaled by the level of the other models' errors.
 std::map<std::string, double> system_scales(
     const std::vector<CalibrationRow>& rows,
     const std::function<bool(const CalibrationRow&)>& keep) {
-  std::map<std::string, std::pair<double, int>> sums;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> logs;
   for (const CalibrationRow& r : rows) {
     if (!r.skipped.empty() || !keep(r)) continue;
-    auto& [sum, count] = sums[r.row.system];
-    sum += std::log(r.row.tokens_per_s_per_gpu / r.predicted);
-    ++count;
+    logs[{r.row.model, r.row.system}].push_back(std::log(r.row.tokens_per_s_per_gpu / r.predicted));
   }
-  std::map<std::string, double> scales;
-  for (const auto& [system, sum] : sums) scales[system] = sum.first / sum.second;
-  return scales;
+  std::map<std::pair<std::string, std::string>, double> cells;
+  for (auto& [key, values] : logs) cells[key] = median_of(std::move(values));
+  return median_polish_columns(cells);
 }
 
 // Each predicted row's error after the scale fitted on the rows of other groups.
@@ -480,6 +534,10 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
     }
     if (!r.skipped.empty()) ++out.skipped_by_reason[r.skipped.substr(0, r.skipped.find(':'))];
     out.rows.push_back(std::move(r));
+  }
+  for (const auto& [system, scale] :
+       system_scales(out.rows, [](const CalibrationRow&) { return true; })) {
+    out.system_effects[system] = std::exp(scale);
   }
   held_out(
       out.rows, [](const PublishedRow& r) { return r.model; }, &CalibrationRow::error_model_out);

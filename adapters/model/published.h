@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "adapters/model/term_fit.h"
@@ -113,6 +114,11 @@ struct Calibration {
   ErrorSummary model_out_exact;
   ErrorSummary release_out_exact;
   std::map<std::string, ErrorSummary> raw_by_model;
+  // Per system, published over predicted throughput against the median system's: the system
+  // effect of a median polish of the rows' log ratios by model and system (a model's own error
+  // taken out). The held-out figures scale each row by its system's effect fitted without the
+  // row's group.
+  std::map<std::string, double> system_effects;
   std::size_t rows_fitting_in_memory = 0;  // priced rows the memory model says fit (each one ran)
   std::map<std::string, std::size_t> skipped_by_reason;
   std::vector<TermAttribution> terms;
@@ -121,6 +127,12 @@ struct Calibration {
 };
 
 Calibration calibrate(const std::vector<PublishedRow>& rows);
+
+// Tukey's median polish of a two-way table keyed (row, column): the column effects, centred on
+// the median column, so that a cell is about its row's effect (which carries the level) plus its
+// column's. Cells may be missing.
+std::map<std::string, double> median_polish_columns(
+    const std::map<std::pair<std::string, std::string>, double>& cells);
 
 // Median and 90th percentile (nearest rank) of |e|; zeros for none.
 ErrorSummary summarize(const std::vector<double>& errors);

@@ -72,7 +72,7 @@ TEST(SimPublished, TheModelPricesTheRowsItHasPresetsFor) {
     }
   }
   // Rows without a preset (H800, Nemotron, Kimi, ...) are skipped, never guessed; GB300 and B300
-  // rows are priced by presets none of their rows chose.
+  // rows are priced.
   std::size_t blackwell_ultra = 0;
   for (const CalibrationRow& r : c.rows) {
     if (r.row.system == "h800" || r.row.model.starts_with("nemotron") ||
@@ -104,41 +104,82 @@ TEST(SimPublished, TheModelPricesTheRowsItHasPresetsFor) {
     std::printf("  skipped %zu: %s\n", count, reason.c_str());
   }
   ASSERT_GT(predicted, 50u) << "the model prices most H100, B200 and GB200 rows";
+  // The hardware presets agree with each other: every system's effect, the models' own errors
+  // taken out, is within 3 % of the median system's (the Blackwell presets are fitted so).
+  ASSERT_GE(c.system_effects.size(), 5u);
+  for (const auto& [system, effect] : c.system_effects) {
+    std::printf("  system effect %-6s %.3f\n", system.c_str(), effect);
+    EXPECT_NEAR(effect, 1.0, 0.03) << system;
+  }
 }
 
-// A held-out row's published figure is not used to fit the scale applied to it: doubling it
-// halves (1 + its error) exactly, while the rows of other models, whose fit it enters, move.
+// A held-out row's published figure is not used to fit the scale applied to it: doubling every
+// figure of its model halves (1 + error) of each of its rows exactly. The scale comes from the
+// other models' rows on its system: doubling theirs raises (1 + its error).
 TEST(SimPublished, AHeldOutRowsFigureNeverFitsItsOwnScale) {
   std::vector<PublishedRow> rows = compiled_rows();
   const Calibration before = calibrate(rows);
   std::size_t target = rows.size();
   for (std::size_t i = 0; i < before.rows.size(); ++i) {
-    if (before.rows[i].skipped.empty() && rows[i].tokens_per_s_per_gpu > 0 &&
-        before.rows[i].error_model_out && before.rows[i].error_release_out) {
+    if (before.rows[i].skipped.empty() && before.rows[i].error_model_out &&
+        before.rows[i].error_release_out) {
       target = i;
       break;
     }
   }
   ASSERT_LT(target, rows.size());
-  rows[target].tokens_per_s_per_gpu *= 2;
-  const Calibration after = calibrate(rows);
-  const CalibrationRow& b = before.rows[target];
-  const CalibrationRow& a = after.rows[target];
-  ASSERT_TRUE(a.error_model_out && a.error_release_out);
-  EXPECT_NEAR(1 + *a.error_model_out, (1 + *b.error_model_out) / 2, 1e-12);
-  EXPECT_NEAR(1 + *a.error_release_out, (1 + *b.error_release_out) / 2, 1e-12);
-  bool another_model_moved = false;
+  const auto scaled = [&](auto&& chosen) {
+    std::vector<PublishedRow> copy = rows;
+    for (PublishedRow& r : copy) {
+      if (!chosen(r)) continue;
+      r.tokens_per_s_per_gpu *= 2;
+      r.tflops_per_gpu *= 2;
+    }
+    return calibrate(copy);
+  };
+  const PublishedRow& t = rows[target];
+  const Calibration own = scaled([&](const PublishedRow& r) { return r.model == t.model; });
+  std::size_t checked = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (i == target || !before.rows[i].skipped.empty()) continue;
-    if (!before.rows[i].error_model_out) continue;
-    if (rows[i].model == rows[target].model) {
-      EXPECT_DOUBLE_EQ(*after.rows[i].error_model_out, *before.rows[i].error_model_out);
-    } else if (rows[i].system == rows[target].system &&
-               *after.rows[i].error_model_out != *before.rows[i].error_model_out) {
-      another_model_moved = true;
+    if (rows[i].model != t.model || !before.rows[i].error_model_out) continue;
+    ASSERT_TRUE(own.rows[i].error_model_out);
+    EXPECT_NEAR(1 + *own.rows[i].error_model_out, (1 + *before.rows[i].error_model_out) / 2, 1e-12);
+    ++checked;
+  }
+  EXPECT_GT(checked, 1u);
+  const Calibration same_release =
+      scaled([&](const PublishedRow& r) { return r.release == t.release; });
+  ASSERT_TRUE(same_release.rows[target].error_release_out);
+  EXPECT_NEAR(1 + *same_release.rows[target].error_release_out,
+              (1 + *before.rows[target].error_release_out) / 2, 1e-12);
+  const Calibration others =
+      scaled([&](const PublishedRow& r) { return r.system == t.system && r.model != t.model; });
+  ASSERT_TRUE(others.rows[target].error_model_out);
+  EXPECT_GT(*others.rows[target].error_model_out, *before.rows[target].error_model_out + 0.01);
+}
+
+// Median polish takes a table apart into row and column effects; a row that errs on its own
+// (one model priced badly on one system) moves no column's effect, where a mean would.
+TEST(SimPublished, MedianPolishFindsTheColumnEffectsPastAnOutlyingRow) {
+  const std::map<std::string, double> row = {{"a", 0.1}, {"b", -0.2}, {"c", 0.05}, {"d", 0.3}};
+  const std::map<std::string, double> column = {{"x", 0.0}, {"y", -0.15}, {"z", 0.2}};
+  std::map<std::pair<std::string, std::string>, double> cells;
+  for (const auto& [r, re] : row) {
+    for (const auto& [c, ce] : column) {
+      if (r == "b" && c == "z") continue;  // a missing cell
+      cells[{r, c}] = 0.4 + re + ce;
     }
   }
-  EXPECT_TRUE(another_model_moved) << "the row enters the other models' fit on its system";
+  const auto clean = median_polish_columns(cells);
+  cells[{"d", "y"}] += 1.5;  // one model far off on one system
+  const auto outlier = median_polish_columns(cells);
+  ASSERT_EQ(clean.size(), 3u);
+  for (const auto& [c, effect] : clean) {
+    // Centred on the median column (x's 0): the level 0.4 stays with the rows.
+    EXPECT_NEAR(effect, column.at(c), 1e-9) << c;
+    EXPECT_NEAR(outlier.at(c), effect, 1e-9) << c;
+  }
+  EXPECT_TRUE(median_polish_columns({}).empty());
 }
 
 // Rows whose recipe was read by hand from their source, priced with the settings it states.

@@ -411,7 +411,8 @@ TEST(SimWorld, Glm45FindingHoldsInTheWorld) {
   tp1 = with(tp1, "decoder-first-pipeline-num-layers", "6");
   tp1 = with(tp1, "decoder-last-pipeline-num-layers", "2");
   // The paper's TP1 run needed full recomputation; the model fits it under the baseline's
-  // selective recomputation too (sim_findings_test.cc), and full recomputation costs time.
+  // selective recomputation too (sim_findings_test.cc), so that is the layout that roughly
+  // doubles the intranode-expert gain, and full recomputation costs time.
   const double selective_gain = world_gain(tp1);
   Recipe full = with(tp1, "recompute-granularity", "full");
   full = with(full, "recompute-method", "uniform");
@@ -419,12 +420,14 @@ TEST(SimWorld, Glm45FindingHoldsInTheWorld) {
   const double full_gain = world_gain(full);
   EXPECT_GT(ep8_gain, 0.1);
   EXPECT_GT(deepep_gain, ep8_gain);
-  EXPECT_GT(full_gain, deepep_gain);
+  EXPECT_GT(selective_gain, 1.5 * deepep_gain);
   EXPECT_GT(selective_gain, full_gain);
   EXPECT_GT(full_gain, 0.3);
   EXPECT_LT(full_gain, 0.8);
-  std::printf("GLM-4.5 world seed 0: EP8 %+.1f%%, DeepEP %+.1f%%, TP1 PP16 full %+.1f%%\n",
-              100 * ep8_gain, 100 * deepep_gain, 100 * full_gain);
+  std::printf(
+      "GLM-4.5 world seed 0: EP8 %+.1f%%, DeepEP %+.1f%%, TP1 PP16 %+.1f%% (full recomputation "
+      "%+.1f%%)\n",
+      100 * ep8_gain, 100 * deepep_gain, 100 * selective_gain, 100 * full_gain);
 }
 
 }  // namespace

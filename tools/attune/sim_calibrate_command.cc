@@ -73,6 +73,7 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           {"leave_one_model_out_exact_recipes", summary_json(c.model_out_exact)},
           {"leave_one_release_out_exact_recipes", summary_json(c.release_out_exact)},
           {"raw_by_model", by_model},
+          {"system_effects", c.system_effects},
           {"rows_fitting_in_memory", c.rows_fitting_in_memory},
           {"terms", terms},
           {"terms_refitted", summary_json(c.terms_refitted)},
@@ -104,6 +105,18 @@ std::string terms_text(const sim::Calibration& c) {
          table.render() + "\n" + summary_line("every term refitted, in sample", c.terms_refitted) +
          summary_line("every term fitted on the other models (leave one model out)",
                       c.model_out_terms_refitted);
+}
+
+// Each system's published over predicted throughput against the median system's, once the
+// models' own errors are taken out: near 1 where the hardware presets agree with each other.
+std::string system_effects_text(const sim::Calibration& c) {
+  std::string text =
+      "system effects (published / predicted against the median system, the models' own errors "
+      "taken out by median polish):";
+  for (const auto& [system, effect] : c.system_effects) {
+    text += " " + system + " " + format_fixed(effect, 3);
+  }
+  return text + "\n";
 }
 
 // Every published row ran, so the memory model should fit each one: the count, and the rows it
@@ -142,13 +155,13 @@ void print_text(const sim::Calibration& c, bool all) {
   std::ostringstream out;
   out << table.render() << "\n"
       << summary_line("raw (the model as it stands)", c.raw)
-      << summary_line("leave one model out (a scale per system fitted on the other models)",
+      << summary_line("leave one model out (each system's effect fitted on the other models)",
                       c.model_out)
       << summary_line("leave one release out (fitted on the other releases)", c.release_out)
       << summary_line("  the same, rows with their whole recipe: model out", c.model_out_exact)
       << summary_line("  the same, rows with their whole recipe: release out", c.release_out_exact);
   for (const auto& [model, s] : c.raw_by_model) out << summary_line("  raw, " + model, s);
-  out << memory_text(c);
+  out << system_effects_text(c) << memory_text(c);
   out << "\n" << terms_text(c);
   for (const auto& [reason, count] : c.skipped_by_reason) {
     out << "skipped   " << count << " rows: " << reason << "\n";

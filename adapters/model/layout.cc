@@ -38,6 +38,7 @@ constexpr std::string_view kDistributeSaved = "--distribute-saved-activations";
 constexpr std::string_view kDispatcher = "--moe-token-dispatcher-type";
 constexpr std::string_view kFlexBackend = "--moe-flex-dispatcher-backend";
 constexpr std::string_view kEnableDeepep = "--moe-enable-deepep";
+constexpr std::string_view kExpertRankBudget = "--moe-expert-rank-capacity-factor";
 constexpr std::string_view kEpOverlap = "--overlap-moe-expert-parallel-comm";
 constexpr std::string_view kDelayWgrad = "--delay-wgrad-compute";
 constexpr std::string_view kSharedExpertOverlap = "--moe-shared-expert-overlap";
@@ -884,6 +885,7 @@ void read_moe(FlagReader& f, Layout& l) {
   f.read_enum(kFlexBackend, kBackendNames, l.flex_backend);
   f.read_switch(kEnableDeepep, l.moe_enable_deepep);
   if (l.moe_enable_deepep) l.flex_backend = FlexBackend::kDeepep;
+  l.expert_rank_budget = f.has(kExpertRankBudget);
   f.read_switch(kEpOverlap, l.ep_overlap);
   f.read_switch(kDelayWgrad, l.delay_wgrad_compute);
   f.read_switch(kSharedExpertOverlap, l.shared_expert_overlap);
@@ -1209,6 +1211,17 @@ Status check_first_step(const Workload& w, const ResolvedLayout& r) {
     if (l.flex_backend == FlexBackend::kNcclep) {
       return make_error("NCCL EP dispatcher requires TPxEP > 1");
     }
+  }
+  if (l.expert_rank_budget && l.flex_backend != FlexBackend::kHybridep &&
+      l.flex_backend != FlexBackend::kNcclep) {
+    return make_error(
+        "moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to be 'hybridep' "
+        "or 'ncclep'.");
+  }
+  if (l.expert_rank_budget && l.flex_backend == FlexBackend::kHybridep && !l.te_op_fuser) {
+    return make_error(
+        "moe_expert_rank_capacity_factor with the 'hybridep' backend requires "
+        "use_transformer_engine_op_fuser=True or moe_use_grouped_tensor=True.");
   }
   if (is_moe(model) && l.tp > 1 && !l.sequence_parallel) {
     return make_error(

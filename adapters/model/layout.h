@@ -86,6 +86,9 @@ struct Layout {
   Dispatcher dispatcher = Dispatcher::kAllgather;
   FlexBackend flex_backend = FlexBackend::kDeepep;
   bool moe_enable_deepep = false;
+  // --moe-expert-rank-capacity-factor: a fixed receive budget per EP rank, so HybridEP and NCCL EP
+  // size their buffers without reading the token counts back to the host.
+  bool expert_rank_budget = false;
   bool ep_overlap = false;  // --overlap-moe-expert-parallel-comm
   bool delay_wgrad_compute = false;
   bool shared_expert_overlap = false;

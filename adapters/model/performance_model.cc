@@ -284,6 +284,18 @@ double permute_ops(const Layout& l, bool dispatch) {
   return l.permute_fusion ? 3 : (dispatch ? 10 : 8);
 }
 
+// Whether a MoE layer's dispatch blocks the host on a device-to-host copy of the token counts:
+// the alltoall dispatcher and DeepEP always do; HybridEP and NCCL EP size their receive buffers
+// from the counts ("HybridEP sizes buffers dynamically (CPU sync in dispatch)", Megatron's
+// _HybridEPManager) unless --moe-expert-rank-capacity-factor fixes a budget per rank, as a
+// full-iteration CUDA graph must.
+bool dispatch_blocks_host(const Layout& l) {
+  if (l.dispatcher == Dispatcher::kAlltoall) return true;
+  if (l.dispatcher != Dispatcher::kFlex) return false;
+  if (l.flex_backend == FlexBackend::kDeepep) return true;
+  return !l.expert_rank_budget && l.cuda_graph != CudaGraphImpl::kFullIteration;
+}
+
 // Host operations of the token dispatch (or the combine): the flex backends lay out and permute
 // tokens inside their communication kernels; the others permute with separate kernels (fewer with
 // --moe-permute-fusion) around an all-to-all or all-gather.
@@ -432,9 +444,7 @@ void moe_parts(const Context& c, LayerParts& parts) {
   parts.combine.elementwise = memory_s(c, (local + copies) * h * 2.0 + c.sp_tokens * h * 6.0);
   parts.combine.ep = expert_exchange_s(c, h * 2.0);
   parts.combine.host_ops = dispatch_ops(l, false);
-  parts.sync_per_moe_layer =
-      l.ep > 1 && (l.dispatcher == Dispatcher::kAlltoall ||
-                   (l.dispatcher == Dispatcher::kFlex && l.flex_backend != FlexBackend::kHybridep));
+  parts.sync_per_moe_layer = l.ep > 1 && dispatch_blocks_host(l);
 
   // Local experts: E/ep of them, each seeing its share of the routed tokens of the group.
   const double local_experts = E / l.ep;

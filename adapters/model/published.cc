@@ -17,6 +17,9 @@ namespace attune::sim {
 namespace {
 
 constexpr std::string_view kRowsPath = "published/rows.tsv";
+// Median polish sweeps until no effect moves by more than this, or at most this many times.
+constexpr double kPolishSettled = 1e-12;
+constexpr int kPolishSweepsMax = 1000;
 
 // The row's columns by header name; numbers parsed where the model needs them.
 class Columns {
@@ -222,6 +225,10 @@ std::string other_flags(const PublishedRow& r) {
   if (other_setting(r, "cross_entropy_loss_fusion") != "False") {
     flags += " --cross-entropy-loss-fusion";
   }
+  const std::string budget = other_setting(r, "moe_expert_rank_capacity_factor");
+  if (!budget.empty() && budget != "None" && r.dispatcher == "hybridep") {
+    flags += " --moe-expert-rank-capacity-factor " + budget;
+  }
   if (other_setting(r, "cpu_offloading") == "True") {
     const std::string layers = other_setting(r, "cpu_offloading_num_layers");
     if (!layers.empty()) flags += " --cpu-offloading-num-layers " + layers;
@@ -285,44 +292,49 @@ double median_of(std::vector<double> values) {
 
 }  // namespace
 
-std::map<std::string, double> median_polish_columns(
-    const std::map<std::pair<std::string, std::string>, double>& cells) {
-  if (cells.empty()) return {};
-  std::map<std::string, double> row_effect, column_effect;
+MedianPolish median_polish(const std::map<std::pair<std::string, std::string>, double>& cells) {
+  MedianPolish out;
+  auto& row_effect = out.row_effects;
+  auto& column_effect = out.column_effects;
   for (const auto& [key, value] : cells) {
     row_effect[key.first] = 0;
     column_effect[key.second] = 0;
   }
-  auto residual = [&](const std::string& row, const std::string& column) -> std::optional<double> {
-    const auto cell = cells.find({row, column});
-    if (cell == cells.end()) return std::nullopt;
-    return cell->second - row_effect[row] - column_effect[column];
+  if (cells.empty()) return out;
+  // The median residual of each row (`rows` true) or column, moved into its effect; returns the
+  // largest move.
+  auto sweep = [&](bool rows) {
+    auto& effects = rows ? row_effect : column_effect;
+    const auto& across = rows ? column_effect : row_effect;
+    double largest = 0;
+    for (auto& [key, effect] : effects) {
+      std::vector<double> residuals;
+      for (const auto& [other, other_effect] : across) {
+        const auto cell = cells.find(rows ? std::pair(key, other) : std::pair(other, key));
+        if (cell != cells.end()) residuals.push_back(cell->second - effect - other_effect);
+      }
+      const double move = median_of(std::move(residuals));
+      effect += move;
+      largest = std::max(largest, std::fabs(move));
+    }
+    return largest;
   };
-  // Tukey's median polish: sweep the rows' median residuals into their effects, then the
-  // columns'; the columns' median moves into every row, so the rows carry the level. Twenty
-  // sweeps settle every table the calibration meets.
-  for (int sweep = 0; sweep < 20; ++sweep) {
-    for (auto& [row, effect] : row_effect) {
-      std::vector<double> residuals;
-      for (const auto& [column, unused] : column_effect) {
-        if (auto r = residual(row, column)) residuals.push_back(*r);
-      }
-      effect += median_of(std::move(residuals));
-    }
-    for (auto& [column, effect] : column_effect) {
-      std::vector<double> residuals;
-      for (const auto& [row, unused] : row_effect) {
-        if (auto r = residual(row, column)) residuals.push_back(*r);
-      }
-      effect += median_of(std::move(residuals));
-    }
+  // Tukey's median polish: sweep the rows, then the columns, until nothing moves (a table can
+  // also cycle: kPolishSweepsMax bounds it). The columns' median moves into every row, so the
+  // rows carry the level.
+  for (out.sweeps = 1; out.sweeps <= kPolishSweepsMax; ++out.sweeps) {
+    const double moved = std::max(sweep(true), sweep(false));
     std::vector<double> columns;
     for (const auto& [column, effect] : column_effect) columns.push_back(effect);
     const double level = median_of(std::move(columns));
     for (auto& [column, effect] : column_effect) effect -= level;
     for (auto& [row, effect] : row_effect) effect += level;
+    if (moved < kPolishSettled) {
+      out.settled = true;
+      break;
+    }
   }
-  return column_effect;
+  return out;
 }
 
 namespace {
@@ -332,7 +344,7 @@ namespace {
 // where `keep` holds, split by median polish into a model effect (which carries the level) and a
 // system effect. A model whose rows all err the same way moves no system's effect, as a mean over
 // rows would; and no held-out figure is scaled by the level of the other models' errors.
-std::map<std::string, double> system_scales(
+std::map<std::string, double> system_log_effects(
     const std::vector<CalibrationRow>& rows,
     const std::function<bool(const CalibrationRow&)>& keep) {
   std::map<std::pair<std::string, std::string>, std::vector<double>> logs;
@@ -342,7 +354,7 @@ std::map<std::string, double> system_scales(
   }
   std::map<std::pair<std::string, std::string>, double> cells;
   for (auto& [key, values] : logs) cells[key] = median_of(std::move(values));
-  return median_polish_columns(cells);
+  return median_polish(cells).column_effects;
 }
 
 // Each predicted row's error after the scale fitted on the rows of other groups.
@@ -355,7 +367,7 @@ void held_out(std::vector<CalibrationRow>& rows,
   }
   for (const std::string& g : groups) {
     const auto scales =
-        system_scales(rows, [&](const CalibrationRow& r) { return group(r.row) != g; });
+        system_log_effects(rows, [&](const CalibrationRow& r) { return group(r.row) != g; });
     for (CalibrationRow& r : rows) {
       if (!r.skipped.empty() || group(r.row) != g) continue;
       const auto scale = scales.find(r.row.system);
@@ -499,8 +511,7 @@ ErrorSummary summarize(const std::vector<double>& errors) {
   std::vector<double> abs;
   for (double e : errors) abs.push_back(std::fabs(e));
   std::sort(abs.begin(), abs.end());
-  s.median_abs = abs.size() % 2 == 1 ? abs[abs.size() / 2]
-                                     : (abs[abs.size() / 2 - 1] + abs[abs.size() / 2]) / 2;
+  s.median_abs = median_of(abs);
   const std::size_t rank =
       static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(abs.size())));
   s.p90_abs = abs[std::max<std::size_t>(rank, 1) - 1];
@@ -536,7 +547,7 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
     out.rows.push_back(std::move(r));
   }
   for (const auto& [system, scale] :
-       system_scales(out.rows, [](const CalibrationRow&) { return true; })) {
+       system_log_effects(out.rows, [](const CalibrationRow&) { return true; })) {
     out.system_effects[system] = std::exp(scale);
   }
   held_out(

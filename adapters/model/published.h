@@ -128,11 +128,17 @@ struct Calibration {
 
 Calibration calibrate(const std::vector<PublishedRow>& rows);
 
-// Tukey's median polish of a two-way table keyed (row, column): the column effects, centred on
-// the median column, so that a cell is about its row's effect (which carries the level) plus its
-// column's. Cells may be missing.
-std::map<std::string, double> median_polish_columns(
-    const std::map<std::pair<std::string, std::string>, double>& cells);
+// Tukey's median polish of a two-way table keyed (row, column), cells possibly missing: a cell is
+// about its row's effect plus its column's, and each row's and each column's residuals have a
+// median of zero once the polish settles. The column effects are centred on the median column
+// (the mean of the middle two for an even count); the row effects carry the level.
+struct MedianPolish {
+  std::map<std::string, double> row_effects;
+  std::map<std::string, double> column_effects;
+  int sweeps = 0;        // row-and-column sweeps run
+  bool settled = false;  // the last sweep moved no effect by more than 1e-12
+};
+MedianPolish median_polish(const std::map<std::pair<std::string, std::string>, double>& cells);
 
 // Median and 90th percentile (nearest rank) of |e|; zeros for none.
 ErrorSummary summarize(const std::vector<double>& errors);

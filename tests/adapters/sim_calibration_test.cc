@@ -172,7 +172,11 @@ const Row kRows[] = {
 };
 
 // Where the model is expected to be on the H100 rows; the goal is a median of 10 % (issue 3).
+// Over every row a sanity bound only: the hand-read Blackwell recipes miss settings their sources
+// state (a budget per EP rank, full-iteration graphs), which the rows of sim_published_test.cc
+// carry.
 constexpr double kMedianErrorMax = 0.10;
+constexpr double kAllRowsMedianErrorMax = 0.20;
 // Every published run fit in its GPU's memory; the memory model may overestimate its peak by this
 // much (analytical estimates are 6-12 % off, attune-paper.md Appendix E).
 constexpr double kMemoryOverestimateMax = 0.05;
@@ -248,6 +252,7 @@ TEST(SimCalibration, PublishedThroughputs) {
       h100_errors.size(), 100 * median(h100_errors));
   ASSERT_GT(h100_errors.size(), 10u);
   EXPECT_LE(median(h100_errors), kMedianErrorMax);
+  EXPECT_LE(median(errors), kAllRowsMedianErrorMax);
 }
 
 }  // namespace

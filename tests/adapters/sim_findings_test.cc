@@ -49,7 +49,7 @@ Prediction valid(const Workload& w, const Recipe& recipe) {
 }
 
 // GLM-4.5 on 128 B200 from its H100 public recipe (TP2 PP8 EP16 ETP1, 10-layer end stages).
-TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1WithFullRecomputation) {
+TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1AtSixteenStages) {
   const Workload w = workload("glm-4.5", "b200", 128, 4096, 2048);
   const Prediction baseline = valid(w, load_recipe_preset("glm-4.5-b200x128").value());
   ASSERT_TRUE(baseline.fits_in_memory);
@@ -69,7 +69,9 @@ TEST(SimFindings, Glm45ExpertsInsideANodeThenTp1WithFullRecomputation) {
   // doubles the intranode-expert gain, as in the paper. The paper's run needed full
   // recomputation; in this model the layout fits under the baseline's selective recomputation
   // (Megatron Core keeps no copy of the experts' output), so that is the layout compared. Full
-  // recomputation costs it about a quarter of its throughput and still gains 30-80 %.
+  // recomputation costs it about a quarter of its throughput: it still gains 30-80 %, but in
+  // this model no longer beats DeepEP inside a node (+44 % against +45 %, with the B200 preset's
+  // compute fitted to the published rows), where the paper measured it ahead.
   const std::initializer_list<const char*> tp1 = {
       "tensor-model-parallel-size=1",        "sequence-parallel=false",
       "pipeline-model-parallel-size=16",     "expert-model-parallel-size=8",
@@ -134,6 +136,7 @@ TEST(SimFindings, Llama405bPipelineSendReceiveAndFewerVirtualStages) {
        {"num-virtual-stages-per-pipeline-rank=2", "num-virtual-stages-per-pipeline-rank=4"}) {
     const Prediction fewer = valid(w, variant("llama3.1-405b-b200x128", {vp}));
     EXPECT_GT(gain(fewer, baseline), 0.0) << vp;
+    EXPECT_GT(gain(pp16_vp2, baseline), gain(fewer, baseline)) << vp;
   }
 }
 

@@ -262,6 +262,18 @@ TEST(SimLayout, ParallelismFlagsThatNeedOthers) {
             "without also enabling sequence parallelism.");
   EXPECT_EQ(failure(qwen, "--micro-batch-size 1 --moe-token-dispatcher-type flex"),
             "DeepEP dispatcher requires TPxEP > 1");
+  // A fixed receive budget per EP rank needs a backend that uses it (Megatron's own messages).
+  EXPECT_EQ(failure(qwen,
+                    "--micro-batch-size 1 --expert-model-parallel-size 8 --moe-grouped-gemm "
+                    "--moe-token-dispatcher-type alltoall --moe-expert-rank-capacity-factor 1.5"),
+            "moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to be "
+            "'hybridep' or 'ncclep'.");
+  EXPECT_EQ(failure(qwen,
+                    "--micro-batch-size 1 --expert-model-parallel-size 8 --moe-grouped-gemm "
+                    "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+                    "--moe-expert-rank-capacity-factor 1.5"),
+            "moe_expert_rank_capacity_factor with the 'hybridep' backend requires "
+            "use_transformer_engine_op_fuser=True or moe_use_grouped_tensor=True.");
   const Workload llama = workload("llama3.1-8b", "b200", 8, 4096, 64);
   EXPECT_EQ(failure(llama, "--tensor-model-parallel-size 2 --tp-comm-overlap --micro-batch-size 1"),
             "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism "

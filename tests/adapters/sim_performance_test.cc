@@ -347,5 +347,32 @@ TEST(SimPerformance, ActivationOffloadCopiesCostOnlyWhatTheComputeDoesNotCover) 
       << refused.error;
 }
 
+// HybridEP reads the token counts back to the host to size its receive buffers, once per MoE
+// layer's dispatch, unless a fixed budget per EP rank (--moe-expert-rank-capacity-factor) or a
+// full-iteration CUDA graph takes the sync away. Qwen3-30B-A3B on 8 GB200 at four rows per
+// microbatch, where launching a layer takes about as long as running it.
+TEST(SimPerformance, HybridepBlocksTheHostPerLayerWithoutAFixedBudget) {
+  const Workload w = workload("qwen3-30b-a3b", "gb200", 8, 4096, 512, Precision::kFp8);
+  const std::string base =
+      "--micro-batch-size 4 --expert-model-parallel-size 8 --moe-grouped-gemm "
+      "--moe-permute-fusion --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "
+      "hybridep --use-transformer-engine-op-fuser --bf16 --fp8-format hybrid --fp8-recipe mxfp8 "
+      "--use-distributed-optimizer "
+      "--cuda-graph-impl transformer_engine --cuda-graph-modules moe_router moe_preprocess";
+  const Prediction blocking = run(w, base);
+  const Prediction budget = run(w, base + " --moe-expert-rank-capacity-factor 1.5");
+  EXPECT_GT(blocking.breakdown.host_s, budget.breakdown.host_s);
+  EXPECT_GT(budget.tokens_per_s_per_gpu, blocking.tokens_per_s_per_gpu * 1.02);
+  // The alltoall dispatcher reads its counts back too.
+  const Prediction alltoall =
+      run(w,
+          "--micro-batch-size 4 --expert-model-parallel-size 8 --moe-grouped-gemm "
+          "--moe-permute-fusion --moe-token-dispatcher-type alltoall --bf16 --fp8-format hybrid "
+          "--fp8-recipe mxfp8 "
+          "--use-distributed-optimizer --cuda-graph-impl transformer_engine "
+          "--cuda-graph-modules moe_router moe_preprocess");
+  EXPECT_GT(alltoall.breakdown.host_s, budget.breakdown.host_s);
+}
+
 }  // namespace
 }  // namespace attune::sim

@@ -11,9 +11,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace attune::sim {
 namespace {
@@ -107,9 +110,11 @@ TEST(SimPublished, TheModelPricesTheRowsItHasPresetsFor) {
   // The hardware presets agree with each other: every system's effect, the models' own errors
   // taken out, is within 3 % of the median system's (the Blackwell presets are fitted so).
   ASSERT_GE(c.system_effects.size(), 5u);
+  ASSERT_TRUE(c.system_effects.contains("h100"));
   for (const auto& [system, effect] : c.system_effects) {
     std::printf("  system effect %-6s %.3f\n", system.c_str(), effect);
     EXPECT_NEAR(effect, 1.0, 0.03) << system;
+    EXPECT_NEAR(effect / c.system_effects.at("h100"), 1.0, 0.03) << system << " against h100";
   }
 }
 
@@ -170,16 +175,53 @@ TEST(SimPublished, MedianPolishFindsTheColumnEffectsPastAnOutlyingRow) {
       cells[{r, c}] = 0.4 + re + ce;
     }
   }
-  const auto clean = median_polish_columns(cells);
+  const MedianPolish clean = median_polish(cells);
   cells[{"d", "y"}] += 1.5;  // one model far off on one system
-  const auto outlier = median_polish_columns(cells);
-  ASSERT_EQ(clean.size(), 3u);
-  for (const auto& [c, effect] : clean) {
+  const MedianPolish outlier = median_polish(cells);
+  EXPECT_TRUE(clean.settled && outlier.settled);
+  ASSERT_EQ(clean.column_effects.size(), 3u);
+  for (const auto& [c, effect] : clean.column_effects) {
     // Centred on the median column (x's 0): the level 0.4 stays with the rows.
     EXPECT_NEAR(effect, column.at(c), 1e-9) << c;
-    EXPECT_NEAR(outlier.at(c), effect, 1e-9) << c;
+    EXPECT_NEAR(outlier.column_effects.at(c), effect, 1e-9) << c;
   }
-  EXPECT_TRUE(median_polish_columns({}).empty());
+  for (const auto& [r, effect] : clean.row_effects) EXPECT_NEAR(effect, 0.4 + row.at(r), 1e-9);
+  EXPECT_TRUE(median_polish({}).column_effects.empty());
+}
+
+// On a noisy table with missing cells the polish settles where every row's and every column's
+// residuals have a median of zero.
+TEST(SimPublished, MedianPolishSettlesWithEveryRowAndColumnCentred) {
+  std::map<std::pair<std::string, std::string>, double> cells;
+  std::uint64_t state = 12345;
+  auto noise = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) / static_cast<double>(1ull << 53) - 0.5;
+  };
+  for (int r = 0; r < 7; ++r) {
+    for (int c = 0; c < 5; ++c) {
+      const double value = 0.1 * r - 0.05 * c + 0.3 * noise();
+      if ((r + 2 * c) % 4 == 3) continue;  // about a quarter of the cells missing
+      cells[{"model" + std::to_string(r), "system" + std::to_string(c)}] = value;
+    }
+  }
+  const MedianPolish p = median_polish(cells);
+  ASSERT_TRUE(p.settled) << p.sweeps << " sweeps";
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  std::map<std::string, std::vector<double>> by_row, by_column;
+  for (const auto& [key, value] : cells) {
+    const double residual = value - p.row_effects.at(key.first) - p.column_effects.at(key.second);
+    by_row[key.first].push_back(residual);
+    by_column[key.second].push_back(residual);
+  }
+  for (const auto& [r, residuals] : by_row) EXPECT_NEAR(median(residuals), 0, 1e-9) << r;
+  for (const auto& [c, residuals] : by_column) EXPECT_NEAR(median(residuals), 0, 1e-9) << c;
+  std::vector<double> columns;
+  for (const auto& [c, effect] : p.column_effects) columns.push_back(effect);
+  EXPECT_NEAR(median(columns), 0, 1e-12);
 }
 
 // Rows whose recipe was read by hand from their source, priced with the settings it states.

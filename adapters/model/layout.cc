@@ -39,6 +39,7 @@ constexpr std::string_view kDispatcher = "--moe-token-dispatcher-type";
 constexpr std::string_view kFlexBackend = "--moe-flex-dispatcher-backend";
 constexpr std::string_view kEnableDeepep = "--moe-enable-deepep";
 constexpr std::string_view kExpertRankBudget = "--moe-expert-rank-capacity-factor";
+constexpr std::string_view kGroupedTensor = "--moe-use-grouped-tensor";
 constexpr std::string_view kEpOverlap = "--overlap-moe-expert-parallel-comm";
 constexpr std::string_view kDelayWgrad = "--delay-wgrad-compute";
 constexpr std::string_view kSharedExpertOverlap = "--moe-shared-expert-overlap";
@@ -681,6 +682,18 @@ Status check_dispatcher(const ResolvedLayout& r) {
     return make_error(
         "moe_shared_expert_overlap only works with alltoall or flex token dispatcher.");
   }
+  if (l.expert_rank_budget && l.flex_backend != FlexBackend::kHybridep &&
+      l.flex_backend != FlexBackend::kNcclep) {
+    return make_error(
+        "moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to be 'hybridep' "
+        "or 'ncclep'.");
+  }
+  if (l.expert_rank_budget && l.flex_backend == FlexBackend::kHybridep && !l.te_op_fuser &&
+      !l.grouped_tensor) {
+    return make_error(
+        "moe_expert_rank_capacity_factor with the 'hybridep' backend requires "
+        "use_transformer_engine_op_fuser=True or moe_use_grouped_tensor=True.");
+  }
   if (l.delay_wgrad_compute && !l.ep_overlap) {
     return make_error(
         "overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute");
@@ -886,6 +899,7 @@ void read_moe(FlagReader& f, Layout& l) {
   f.read_switch(kEnableDeepep, l.moe_enable_deepep);
   if (l.moe_enable_deepep) l.flex_backend = FlexBackend::kDeepep;
   l.expert_rank_budget = f.has(kExpertRankBudget);
+  f.read_switch(kGroupedTensor, l.grouped_tensor);
   f.read_switch(kEpOverlap, l.ep_overlap);
   f.read_switch(kDelayWgrad, l.delay_wgrad_compute);
   f.read_switch(kSharedExpertOverlap, l.shared_expert_overlap);
@@ -1212,17 +1226,6 @@ Status check_first_step(const Workload& w, const ResolvedLayout& r) {
       return make_error("NCCL EP dispatcher requires TPxEP > 1");
     }
   }
-  if (l.expert_rank_budget && l.flex_backend != FlexBackend::kHybridep &&
-      l.flex_backend != FlexBackend::kNcclep) {
-    return make_error(
-        "moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to be 'hybridep' "
-        "or 'ncclep'.");
-  }
-  if (l.expert_rank_budget && l.flex_backend == FlexBackend::kHybridep && !l.te_op_fuser) {
-    return make_error(
-        "moe_expert_rank_capacity_factor with the 'hybridep' backend requires "
-        "use_transformer_engine_op_fuser=True or moe_use_grouped_tensor=True.");
-  }
   if (is_moe(model) && l.tp > 1 && !l.sequence_parallel) {
     return make_error(
         "During training, performance may degrade if MoE and tensor parallelism"
@@ -1341,6 +1344,11 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
     remove(kFlexBackend);
   } else {
     put(kFlexBackend, str(kBackendNames[static_cast<int>(layout.flex_backend)]));
+  }
+  // The budget per EP rank is the base recipe's value; it goes with a backend that cannot use it.
+  if (!layout.expert_rank_budget || (layout.flex_backend != FlexBackend::kHybridep &&
+                                     layout.flex_backend != FlexBackend::kNcclep)) {
+    remove(kExpertRankBudget);
   }
   put_switch(kEpOverlap, layout.ep_overlap);
   put_switch(kDelayWgrad, layout.delay_wgrad_compute);

@@ -89,7 +89,8 @@ struct Layout {
   // --moe-expert-rank-capacity-factor: a fixed receive budget per EP rank, so HybridEP and NCCL EP
   // size their buffers without reading the token counts back to the host.
   bool expert_rank_budget = false;
-  bool ep_overlap = false;  // --overlap-moe-expert-parallel-comm
+  bool grouped_tensor = false;  // --moe-use-grouped-tensor
+  bool ep_overlap = false;      // --overlap-moe-expert-parallel-comm
   bool delay_wgrad_compute = false;
   bool shared_expert_overlap = false;
   bool grouped_gemm = false;

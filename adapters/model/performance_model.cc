@@ -62,8 +62,9 @@ constexpr double kGradNormBytesPerParam = 8.0;         // norm and zeroing of th
 constexpr double kHostOffloadCopyBytesPerParam = 6.0;  // fp32 gradient down, bf16 parameter up
 // Host: each piece of a layer costs the CPU some operations (a kernel launch with its PyTorch and
 // Megatron bookkeeping), hardware's op_us each. A blocking device-to-host sync (the token counts
-// of the alltoall dispatcher, DeepEP's receive counts) leaves the GPU idle while the host issues
-// this many operations after it.
+// of the alltoall dispatcher, the receive counts of DeepEP, and of HybridEP and NCCL EP without a
+// budget per rank: dispatch_blocks_host) leaves the GPU idle while the host issues this many
+// operations after it.
 constexpr double kSyncGapOps = 4.0;
 // CUDA graphs: a captured kernel costs this fraction of an eager launch.
 constexpr double kGraphedLaunchFraction = 0.1;
@@ -284,11 +285,13 @@ double permute_ops(const Layout& l, bool dispatch) {
   return l.permute_fusion ? 3 : (dispatch ? 10 : 8);
 }
 
-// Whether a MoE layer's dispatch blocks the host on a device-to-host copy of the token counts:
-// the alltoall dispatcher and DeepEP always do; HybridEP and NCCL EP size their receive buffers
-// from the counts ("HybridEP sizes buffers dynamically (CPU sync in dispatch)", Megatron's
-// _HybridEPManager) unless --moe-expert-rank-capacity-factor fixes a budget per rank, as a
-// full-iteration CUDA graph must.
+// Whether a MoE layer's forward dispatch blocks the host on a device-to-host copy of the token
+// counts: the alltoall dispatcher and DeepEP always do here; HybridEP and NCCL EP size their
+// receive buffers from the counts ("HybridEP sizes buffers dynamically (CPU sync in dispatch)",
+// Megatron's _HybridEPManager) unless --moe-expert-rank-capacity-factor fixes a budget per rank.
+// A full-iteration CUDA graph cannot capture the sync, so a run that works must have fixed the
+// size; the model assumes it did. Drop-and-pad (--moe-pad-expert-input-to-capacity) fixes it too,
+// but the model does not read it, and charges the sync.
 bool dispatch_blocks_host(const Layout& l) {
   if (l.dispatcher == Dispatcher::kAlltoall) return true;
   if (l.dispatcher != Dispatcher::kFlex) return false;

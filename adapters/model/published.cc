@@ -322,7 +322,8 @@ MedianPolish median_polish(const std::map<std::pair<std::string, std::string>, d
   // Tukey's median polish: sweep the rows, then the columns, until nothing moves (a table can
   // also cycle: kPolishSweepsMax bounds it). The columns' median moves into every row, so the
   // rows carry the level.
-  for (out.sweeps = 1; out.sweeps <= kPolishSweepsMax; ++out.sweeps) {
+  while (out.sweeps < kPolishSweepsMax) {
+    ++out.sweeps;
     const double moved = std::max(sweep(true), sweep(false));
     std::vector<double> columns;
     for (const auto& [column, effect] : column_effect) columns.push_back(effect);
@@ -344,9 +345,8 @@ namespace {
 // where `keep` holds, split by median polish into a model effect (which carries the level) and a
 // system effect. A model whose rows all err the same way moves no system's effect, as a mean over
 // rows would; and no held-out figure is scaled by the level of the other models' errors.
-std::map<std::string, double> system_log_effects(
-    const std::vector<CalibrationRow>& rows,
-    const std::function<bool(const CalibrationRow&)>& keep) {
+MedianPolish system_log_effects(const std::vector<CalibrationRow>& rows,
+                                const std::function<bool(const CalibrationRow&)>& keep) {
   std::map<std::pair<std::string, std::string>, std::vector<double>> logs;
   for (const CalibrationRow& r : rows) {
     if (!r.skipped.empty() || !keep(r)) continue;
@@ -354,27 +354,31 @@ std::map<std::string, double> system_log_effects(
   }
   std::map<std::pair<std::string, std::string>, double> cells;
   for (auto& [key, values] : logs) cells[key] = median_of(std::move(values));
-  return median_polish(cells).column_effects;
+  return median_polish(cells);
 }
 
 // Each predicted row's error after the scale fitted on the rows of other groups.
-void held_out(std::vector<CalibrationRow>& rows,
+// Returns whether every polish settled.
+bool held_out(std::vector<CalibrationRow>& rows,
               const std::function<std::string(const PublishedRow&)>& group,
               std::optional<double> CalibrationRow::*error) {
+  bool settled = true;
   std::set<std::string> groups;
   for (const CalibrationRow& r : rows) {
     if (r.skipped.empty() && group(r.row) != "-") groups.insert(group(r.row));
   }
   for (const std::string& g : groups) {
-    const auto scales =
+    const MedianPolish fit =
         system_log_effects(rows, [&](const CalibrationRow& r) { return group(r.row) != g; });
+    settled = settled && fit.settled;
     for (CalibrationRow& r : rows) {
       if (!r.skipped.empty() || group(r.row) != g) continue;
-      const auto scale = scales.find(r.row.system);
-      if (scale == scales.end()) continue;  // nothing to fit this system on
+      const auto scale = fit.column_effects.find(r.row.system);
+      if (scale == fit.column_effects.end()) continue;  // nothing to fit this system on
       r.*error = r.predicted * std::exp(scale->second) / r.row.tokens_per_s_per_gpu - 1.0;
     }
   }
+  return settled;
 }
 
 // A row the source gives in Megatron's TFLOP/s/GPU, in tokens/s/GPU by Megatron's own FLOPs
@@ -546,15 +550,16 @@ Calibration calibrate(const std::vector<PublishedRow>& rows) {
     if (!r.skipped.empty()) ++out.skipped_by_reason[r.skipped.substr(0, r.skipped.find(':'))];
     out.rows.push_back(std::move(r));
   }
-  for (const auto& [system, scale] :
-       system_log_effects(out.rows, [](const CalibrationRow&) { return true; })) {
+  const MedianPolish all = system_log_effects(out.rows, [](const CalibrationRow&) { return true; });
+  for (const auto& [system, scale] : all.column_effects) {
     out.system_effects[system] = std::exp(scale);
   }
-  held_out(
+  const bool model_out_settled = held_out(
       out.rows, [](const PublishedRow& r) { return r.model; }, &CalibrationRow::error_model_out);
-  held_out(
+  const bool release_out_settled = held_out(
       out.rows, [](const PublishedRow& r) { return r.release; },
       &CalibrationRow::error_release_out);
+  out.system_effects_settled = all.settled && model_out_settled && release_out_settled;
   std::vector<double> raw, model_out, release_out, model_exact, release_exact;
   std::map<std::string, std::vector<double>> by_model;
   for (const CalibrationRow& r : out.rows) {

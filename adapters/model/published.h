@@ -119,6 +119,7 @@ struct Calibration {
   // taken out). The held-out figures scale each row by its system's effect fitted without the
   // row's group.
   std::map<std::string, double> system_effects;
+  bool system_effects_settled = false;     // every median polish, in and out of sample, settled
   std::size_t rows_fitting_in_memory = 0;  // priced rows the memory model says fit (each one ran)
   std::map<std::string, std::size_t> skipped_by_reason;
   std::vector<TermAttribution> terms;
@@ -136,7 +137,7 @@ struct MedianPolish {
   std::map<std::string, double> row_effects;
   std::map<std::string, double> column_effects;
   int sweeps = 0;        // row-and-column sweeps run
-  bool settled = false;  // the last sweep moved no effect by more than 1e-12
+  bool settled = false;  // the last sweep moved no effect by more than a rounding error
 };
 MedianPolish median_polish(const std::map<std::pair<std::string, std::string>, double>& cells);
 

@@ -261,6 +261,7 @@ void copy_move_fields(sim::Layout& into, const sim::Layout& from, const std::str
     into.dispatcher = from.dispatcher;
     into.flex_backend = from.flex_backend;
     into.moe_enable_deepep = from.moe_enable_deepep;
+    into.expert_rank_budget = from.expert_rank_budget;
   } else if (move == "optimizer-offload") {
     into.optimizer_cpu_offload = from.optimizer_cpu_offload;
     into.optimizer_offload_fraction = from.optimizer_offload_fraction;

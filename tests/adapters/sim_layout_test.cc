@@ -274,6 +274,12 @@ TEST(SimLayout, ParallelismFlagsThatNeedOthers) {
                     "--moe-expert-rank-capacity-factor 1.5"),
             "moe_expert_rank_capacity_factor with the 'hybridep' backend requires "
             "use_transformer_engine_op_fuser=True or moe_use_grouped_tensor=True.");
+  const std::string budget =
+      "--micro-batch-size 1 --expert-model-parallel-size 8 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+      "--moe-expert-rank-capacity-factor 1.5 ";
+  EXPECT_EQ(failure(qwen, budget + "--use-transformer-engine-op-fuser"), "");
+  EXPECT_EQ(failure(qwen, budget + "--moe-use-grouped-tensor"), "");
   const Workload llama = workload("llama3.1-8b", "b200", 8, 4096, 64);
   EXPECT_EQ(failure(llama, "--tensor-model-parallel-size 2 --tp-comm-overlap --micro-batch-size 1"),
             "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism "
@@ -397,6 +403,25 @@ TEST(SimLayout, DropoutInAGraphedRecomputedModuleIsRefused) {
   EXPECT_EQ(failure(w, graphed + " --recompute-modules layernorm"), "");
   EXPECT_EQ(failure(w, graphed + " --attention-dropout 0 --recompute-modules core_attn mlp"),
             "hidden dropout is not supported with graphed MLP/MoE recomputation.");
+}
+
+// A budget per EP rank is kept while the backend can use it and goes with one that cannot
+// (Megatron refuses it for DeepEP).
+TEST(SimLayout, AnExpertRankBudgetGoesWithTheBackendThatUsesIt) {
+  const Workload qwen = workload("qwen3-30b-a3b", "b200", 16, 4096, 256);
+  const Recipe base = recipe(
+      "--micro-batch-size 1 --expert-model-parallel-size 8 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+      "--use-transformer-engine-op-fuser --moe-expert-rank-capacity-factor 1.5");
+  Layout l = decode_layout(qwen, base).value();
+  ASSERT_TRUE(l.expert_rank_budget);
+  l.ep = 4;
+  const Recipe kept = apply_layout(base, l).value();
+  EXPECT_EQ(kept.flags.at("--moe-expert-rank-capacity-factor"), "1.5");
+  l.flex_backend = FlexBackend::kDeepep;
+  const Recipe moved = apply_layout(base, l).value();
+  EXPECT_FALSE(moved.flags.contains("--moe-expert-rank-capacity-factor"));
+  EXPECT_TRUE(predict(qwen, moved).valid);
 }
 
 }  // namespace

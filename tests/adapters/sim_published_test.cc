@@ -111,6 +111,7 @@ TEST(SimPublished, TheModelPricesTheRowsItHasPresetsFor) {
   // taken out, is within 3 % of the median system's (the Blackwell presets are fitted so).
   ASSERT_GE(c.system_effects.size(), 5u);
   ASSERT_TRUE(c.system_effects.contains("h100"));
+  EXPECT_TRUE(c.system_effects_settled);
   for (const auto& [system, effect] : c.system_effects) {
     std::printf("  system effect %-6s %.3f\n", system.c_str(), effect);
     EXPECT_NEAR(effect, 1.0, 0.03) << system;

@@ -74,6 +74,7 @@ nlohmann::json calibration_json(const sim::Calibration& c) {
           {"leave_one_release_out_exact_recipes", summary_json(c.release_out_exact)},
           {"raw_by_model", by_model},
           {"system_effects", c.system_effects},
+          {"system_effects_settled", c.system_effects_settled},
           {"rows_fitting_in_memory", c.rows_fitting_in_memory},
           {"terms", terms},
           {"terms_refitted", summary_json(c.terms_refitted)},
@@ -116,6 +117,7 @@ std::string system_effects_text(const sim::Calibration& c) {
   for (const auto& [system, effect] : c.system_effects) {
     text += " " + system + " " + format_fixed(effect, 3);
   }
+  if (!c.system_effects_settled) text += " (a median polish did not settle: these are its last)";
   return text + "\n";
 }
 

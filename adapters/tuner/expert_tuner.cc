@@ -396,7 +396,8 @@ struct Context {
   ExpertDiagnosis diagnosis;
   std::vector<LearnedRule> learned;                           // read when the campaign opened
   std::map<std::string, sim::SweepResult>* sweeps = nullptr;  // by recipe hash
-  std::vector<int> micro_batch_sizes = {};  // the sizes the policy frees (empty: none)
+  std::vector<int> micro_batch_sizes = {};    // the sizes the policy frees (empty: none)
+  std::vector<sim::Layout> cured_hangs = {};  // find_cured_hangs, once per answer
 };
 
 // A value of `move` outside what the campaign may try: a microbatch size the policy does not free
@@ -493,7 +494,7 @@ bool searched(const RunState& run) {
 
 // The layouts of the runs whose hangs this campaign cured: each hung, and its retry with one
 // data-parallel overlap fewer measured, so the overlaps it hung with are known to hang.
-std::vector<sim::Layout> cured_hangs(const Context& c) {
+std::vector<sim::Layout> find_cured_hangs(const Context& c) {
   std::vector<sim::Layout> out;
   for (const auto& [id, run] : c.state.runs) {
     if (!searched(run) || !run.measured) continue;
@@ -511,18 +512,21 @@ std::vector<sim::Layout> cured_hangs(const Context& c) {
   return out;
 }
 
+bool same_dp_overlaps(const sim::Layout& a, const sim::Layout& b) {
+  return a.overlap_grad_reduce == b.overlap_grad_reduce &&
+         a.overlap_param_gather == b.overlap_param_gather;
+}
+
 // Whether `recipe` repeats a hang this campaign cured: the parallel degrees and data-parallel
 // overlaps of a run that hung, which dropping one overlap cured.
 bool repeats_cured_hang(const Context& c, const Recipe& recipe) {
-  const std::vector<sim::Layout> hung = cured_hangs(c);
-  if (hung.empty()) return false;
+  if (c.cured_hangs.empty()) return false;
   auto layout = sim::decode_layout(c.w, recipe);
   if (!layout.ok()) return false;
   const sim::Layout& l = layout.value();
-  return std::any_of(hung.begin(), hung.end(), [&](const sim::Layout& h) {
+  return std::any_of(c.cured_hangs.begin(), c.cured_hangs.end(), [&](const sim::Layout& h) {
     return l.tp == h.tp && l.pp == h.pp && l.cp == h.cp && l.ep == h.ep && l.etp == h.etp &&
-           l.overlap_grad_reduce == h.overlap_grad_reduce &&
-           l.overlap_param_gather == h.overlap_param_gather;
+           same_dp_overlaps(l, h);
   });
 }
 
@@ -823,10 +827,8 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
   if (!layout.ok()) return std::nullopt;
   for (const sim::Layout& value : move_values(c.w, c.stack, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
-    const bool hangs = std::any_of(hung.begin(), hung.end(), [&](const sim::Layout& h) {
-      return value.overlap_grad_reduce == h.overlap_grad_reduce &&
-             value.overlap_param_gather == h.overlap_param_gather;
-    });
+    const bool hangs = std::any_of(
+        hung.begin(), hung.end(), [&](const sim::Layout& h) { return same_dp_overlaps(value, h); });
     if (hangs) continue;
     auto recipe = sim::apply_layout(failed, value);
     if (!recipe.ok()) continue;
@@ -854,7 +856,7 @@ std::optional<Candidate> retry_one(Context& c, const History& h, const FailureRe
                                    const sim::Prediction& leader_p, double min_gain) {
   if (retry_in_flight(c.state)) return std::nullopt;
   const std::vector<sim::Layout> hung =
-      retry.avoid_hung_overlaps ? cured_hangs(c) : std::vector<sim::Layout>{};
+      retry.avoid_hung_overlaps ? c.cured_hangs : std::vector<sim::Layout>{};
   std::optional<Candidate> best;
   for (const auto& [id, run] : c.state.runs) {
     if (run.purpose != RunPurpose::kSearch || !run.failed ||
@@ -1076,6 +1078,7 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   for (const auto& [id, proposal] : state.proposals) c.seen.insert(proposal.recipe_hash);
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, stack_, state, view.baseline);
+  c.cured_hangs = find_cured_hangs(c);
   if (!state.view.settings.learned_rules.empty()) {
     auto learned = parse_learned_rules(state.view.settings.learned_rules, "learned rules");
     if (learned.ok()) c.learned = std::move(learned).value();

@@ -169,19 +169,16 @@ double chunks_in_flight(const ResolvedLayout& r, int rank) {
   return std::min(m * v, warmup + 1 + extra);
 }
 
-StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, int rank,
-                                  const CostFactors& factors) {
-  const ModelSpec& m = w.model;
+namespace {
+
+// Weights, gradients and optimizer state of `rank`'s stage, in GiB, into `mem`.
+void add_model_state(const Workload& w, const ResolvedLayout& r, int rank, StageMemory& mem) {
   const Layout& l = r.layout;
   const StageLayers& stage = r.stages[rank];
-  const HardwareSpec& hw = w.hardware;
   const StageParams params = stage_params(w, r, rank);
   const double all_params = params.dense + params.expert;
   const double dense_shard = static_cast<double>(r.dp) * l.cp;
   const double expert_shard = r.edp;
-  StageMemory mem;
-
-  // Weights, gradients, optimizer state.
   const double param_bytes = l.fp8_param_gather ? 1.0 : 2.0;
   const double grad_bytes = (l.grad_reduce_in_bf16 || l.megatron_fsdp) ? 2.0 : 4.0;
   const double state_bytes = 4.0 + l.adam_state_bytes;  // fp32 master weights, Adam moments
@@ -207,8 +204,18 @@ StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, in
   mem.weights_gib = weights / kBytesPerGiB;
   mem.gradients_gib = gradients / kBytesPerGiB;
   mem.optimizer_gib = optimizer * on_gpu / kBytesPerGiB;
+}
 
-  // Activations of the microbatches in flight.
+struct ActivationBytes {
+  double in_flight = 0;    // the saved activations of the microbatches in flight
+  double working_set = 0;  // full recomputation: the layers being recomputed
+};
+
+// The activations `rank`'s stage holds at its peak.
+ActivationBytes stage_activations(const Workload& w, const ResolvedLayout& r, int rank) {
+  const ModelSpec& m = w.model;
+  const Layout& l = r.layout;
+  const StageLayers& stage = r.stages[rank];
   const LayerActivationBytes act = layer_activation_bytes(w, r);
   const bool last_moe = is_moe_layer(m, m.num_layers - 1);
   const int layers = stage.decoder_layers() + stage.mtp_layers;
@@ -218,7 +225,7 @@ StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, in
   const double mean_layer_bytes = layers > 0 ? full_bytes / layers : 0.0;
   const double largest_layer = std::max({act.dense_layer, act.moe_layer, mtp_layer_bytes});
   double per_microbatch = full_bytes;
-  double working_set = 0;
+  ActivationBytes out;
   if (l.recompute == RecomputeGranularity::kFull && layers > 0) {
     const int chunk_layers = std::max(1, layers / r.vp);
     double recomputed = layers;  // uniform: every layer, in groups of recompute_num_layers
@@ -230,45 +237,68 @@ StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, in
     const double group = l.recompute_method == RecomputeMethod::kUniform
                              ? std::min(l.recompute_num_layers, chunk_layers)
                              : 1;
-    working_set = group * largest_layer;
+    out.working_set = group * largest_layer;
   }
   // Activation offload: the offloaded layers' activations wait in host memory, all but the one
   // layer whose copy is in flight.
   const int offloaded = activation_offload_layers(l, stage.decoder_layers());
   if (offloaded > 1) per_microbatch -= (offloaded - 1) * mean_decoder_layer_bytes(w, r, stage);
-  const double chunks = chunks_in_flight(r, rank);
-  double activations = per_microbatch / r.vp * chunks;
+  out.in_flight = per_microbatch / r.vp * chunks_in_flight(r, rank);
   if (l.cuda_graph == CudaGraphImpl::kFullIteration)
-    activations *= kFullIterationGraphActivationFactor;
+    out.in_flight *= kFullIterationGraphActivationFactor;
+  return out;
+}
 
-  // Transient buffers: logits and loss, the dispatch buffers of one MoE layer.
+struct TransientMemory {
+  double bytes = 0;        // scaled with the activations
+  double buffers_gib = 0;  // fixed-size communication buffers and workspaces
+};
+
+// Transient buffers: a full recomputation's working set, logits and loss, the dispatch buffers
+// of one MoE layer, TP overlap and CUDA graph buffers.
+TransientMemory stage_transients(const Workload& w, const ResolvedLayout& r, int rank,
+                                 double working_set) {
+  const ModelSpec& m = w.model;
+  const Layout& l = r.layout;
+  const StageLayers& stage = r.stages[rank];
   const Shapes s = shapes(w, r);
-  double transient = working_set;
+  TransientMemory t;
+  t.bytes = working_set;
   if (stage.loss) {
     const double vocab = padded_vocab_size(m, l.tp) / static_cast<double>(l.tp);
     const double loss_bytes = l.cross_entropy_fusion ? 4.0 : 10.0;  // bf16 logits (+ fp32 copies)
-    transient += s.tokens * vocab * loss_bytes * (1 + stage.mtp_layers);
+    t.bytes += s.tokens * vocab * loss_bytes * (1 + stage.mtp_layers);
   }
-  double buffers_gib = 0;
   if (is_moe(m) && stage.moe_layers + stage.mtp_layers > 0) {
-    transient += s.moe_tokens * m.moe_router_topk * m.hidden_size * 2.0 * 3;
+    t.bytes += s.moe_tokens * m.moe_router_topk * m.hidden_size * 2.0 * 3;
     if (l.ep > 1 && l.dispatcher == Dispatcher::kFlex) {
-      buffers_gib += kFlexBufferGiB;
-      if (l.ep * l.etp > hw.nvlink_domain_gpus) buffers_gib += kFlexScaleOutBufferGiB;
+      t.buffers_gib += kFlexBufferGiB;
+      if (l.ep * l.etp > w.hardware.nvlink_domain_gpus) t.buffers_gib += kFlexScaleOutBufferGiB;
     } else if (l.ep > 1) {
-      buffers_gib += kAllToAllBufferGiB;
+      t.buffers_gib += kAllToAllBufferGiB;
     }
-    if (l.grouped_gemm) buffers_gib += kGroupedGemmWorkspaceGiB;
+    if (l.grouped_gemm) t.buffers_gib += kGroupedGemmWorkspaceGiB;
   }
-  if (l.tp_comm_overlap) transient += 3.0 * s.tokens * m.hidden_size * 2.0;
+  if (l.tp_comm_overlap) t.bytes += 3.0 * s.tokens * m.hidden_size * 2.0;
   if (l.cuda_graph == CudaGraphImpl::kLocal || l.cuda_graph == CudaGraphImpl::kTransformerEngine) {
-    buffers_gib += kLayerGraphGiB;
+    t.buffers_gib += kLayerGraphGiB;
   }
+  return t;
+}
 
+}  // namespace
+
+StageMemory estimate_stage_memory(const Workload& w, const ResolvedLayout& r, int rank,
+                                  const CostFactors& factors) {
+  StageMemory mem;
+  add_model_state(w, r, rank, mem);
+  const ActivationBytes activations = stage_activations(w, r, rank);
+  const TransientMemory transient = stage_transients(w, r, rank, activations.working_set);
   const double scale = kFragmentationFactor * factors.memory;
-  mem.activations_gib = activations * scale / kBytesPerGiB;
-  mem.transient_gib = (transient * scale) / kBytesPerGiB + buffers_gib * factors.memory;
-  mem.reserved_gib = hw.memory_reserved_gib;
+  mem.activations_gib = activations.in_flight * scale / kBytesPerGiB;
+  mem.transient_gib =
+      (transient.bytes * scale) / kBytesPerGiB + transient.buffers_gib * factors.memory;
+  mem.reserved_gib = w.hardware.memory_reserved_gib;
   mem.peak_gib = mem.weights_gib + mem.gradients_gib + mem.optimizer_gib + mem.activations_gib +
                  mem.transient_gib + mem.reserved_gib;
   return mem;

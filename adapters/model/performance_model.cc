@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "adapters/model/flops.h"
 #include "adapters/model/memory_model.h"
@@ -664,31 +665,89 @@ Part selective_recompute(const Layout& l, const LayerParts& parts, LayerKind kin
   return p;
 }
 
+// One layer's forward pieces, grouped: the attention block (norm and projections), core
+// attention, the MLP (dense, or router and experts), the expert dispatch and combine, the shared
+// experts, and all of them.
+struct LayerPieces {
+  Part attention;
+  Part core;
+  Part mlp;
+  Part moe_comm;
+  Part shared;
+  Part all;
+};
+
+LayerPieces layer_pieces(const LayerParts& parts, LayerKind kind) {
+  LayerPieces g;
+  g.attention = parts.attn_norm;
+  g.attention += parts.attn_linear;
+  g.attention += parts.attn_up;
+  g.core = parts.attn_core;
+  g.mlp = parts.mlp_norm;
+  if (kind == LayerKind::kDense) {
+    g.mlp += parts.dense_mlp;
+  } else {
+    g.mlp += parts.router;
+    g.mlp += parts.experts;
+    g.mlp += parts.experts_act;
+    g.moe_comm += parts.dispatch;
+    g.moe_comm += parts.combine;
+    g.shared = parts.shared;  // dense layers have none
+  }
+  g.all = g.attention;
+  g.all += g.core;
+  g.all += g.mlp;
+  g.all += g.moe_comm;
+  g.all += g.shared;
+  return g;
+}
+
+struct EpHidden {
+  double forward = 0;
+  double backward = 0;
+};
+
+// Hiding of expert communication (forward, backward): behind the shared experts
+// (--moe-shared-expert-overlap), or behind another microbatch's compute
+// (--overlap-moe-expert-parallel-comm). The latter merges one microbatch's forward with another's
+// backward, layer by layer, and pairs each transfer with one piece of compute: backward combine
+// with forward attention, forward dispatch with backward MLP, backward dispatch with forward MLP,
+// forward combine with backward attention. Only the merged share of a rank's chunks overlaps at
+// all; warm-up forwards and cool-down backwards run alone.
+EpHidden hidden_expert_comm(const Context& c, const LayerParts& parts, const LayerPieces& g,
+                            double backward_ep, double merged_share) {
+  const Layout& l = c.l;
+  EpHidden hidden;
+  if (l.shared_expert_overlap) {
+    hidden.forward = g.shared.compute();
+    hidden.backward = 2.0 * g.shared.compute();
+  }
+  if (!l.ep_overlap || g.all.ep <= 0) return hidden;
+  const double dispatch = parts.dispatch.ep;
+  const double combine = parts.combine.ep;
+  const double attention_forward = g.attention.compute() + g.core.compute();
+  const double mlp_forward = g.mlp.compute() + g.moe_comm.compute() + g.shared.compute();
+  const double attention_backward =
+      2.0 * g.attention.compute() + parts.attn_core_backward.attention;
+  const double mlp_backward = 2.0 * mlp_forward;
+  const double merged_forward =
+      std::max(0.0, dispatch - mlp_backward) + std::max(0.0, combine - attention_backward);
+  const double merged_backward =
+      std::max(0.0, combine - attention_forward) + std::max(0.0, dispatch - mlp_forward);
+  hidden.forward =
+      merged_share * std::min(kEpOverlapHiddenShareMax * g.all.ep, g.all.ep - merged_forward);
+  hidden.backward = merged_share *
+                    std::min(kEpOverlapHiddenShareMax * backward_ep, backward_ep - merged_backward);
+  return hidden;
+}
+
 LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind,
                        double recompute_share, double merged_share) {
   const Layout& l = c.l;
-  // Forward pieces of the attention block and of the MLP.
-  Part attention = parts.attn_norm;
-  attention += parts.attn_linear;
-  attention += parts.attn_up;
-  Part core = parts.attn_core;
-  Part mlp = parts.mlp_norm;
-  Part moe_comm;
-  Part shared = kind == LayerKind::kMoe ? parts.shared : Part{};  // dense layers have none
-  if (kind == LayerKind::kDense) {
-    mlp += parts.dense_mlp;
-  } else {
-    mlp += parts.router;
-    mlp += parts.experts;
-    mlp += parts.experts_act;
-    moe_comm += parts.dispatch;
-    moe_comm += parts.combine;
-  }
-  Part all = attention;
-  all += core;
-  all += mlp;
-  all += moe_comm;
-  all += shared;
+  const LayerPieces layer = layer_pieces(parts, kind);
+  const Part& all = layer.all;
+  const Part& core = layer.core;
+  const Part& shared = layer.shared;
 
   Part backward = scaled(all, 2.0);
   backward.attention = parts.attn_core_backward.attention;
@@ -696,33 +755,7 @@ LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind
   backward.ep = all.ep;
   backward.host_ops = all.host_ops * kBackwardOpsFactor;
 
-  // Hiding of expert communication (forward, backward): behind the shared experts
-  // (--moe-shared-expert-overlap), or behind another microbatch's compute
-  // (--overlap-moe-expert-parallel-comm). The latter merges one microbatch's forward with
-  // another's backward, layer by layer, and pairs each transfer with one piece of compute:
-  // backward combine with forward attention, forward dispatch with backward MLP, backward
-  // dispatch with forward MLP, forward combine with backward attention. Only the merged share of
-  // a rank's chunks overlaps at all; warm-up forwards and cool-down backwards run alone.
-  double ep_hide_forward = l.shared_expert_overlap ? shared.compute() : 0.0;
-  double ep_hide_backward = l.shared_expert_overlap ? 2.0 * shared.compute() : 0.0;
-  if (l.ep_overlap && all.ep > 0) {
-    const double dispatch = parts.dispatch.ep;
-    const double combine = parts.combine.ep;
-    const double attention_forward = attention.compute() + core.compute();
-    const double mlp_forward = mlp.compute() + moe_comm.compute() + shared.compute();
-    const double attention_backward =
-        2.0 * attention.compute() + parts.attn_core_backward.attention;
-    const double mlp_backward = 2.0 * mlp_forward;
-    const double merged_forward =
-        std::max(0.0, dispatch - mlp_backward) + std::max(0.0, combine - attention_backward);
-    const double merged_backward =
-        std::max(0.0, combine - attention_forward) + std::max(0.0, dispatch - mlp_forward);
-    ep_hide_forward =
-        merged_share * std::min(kEpOverlapHiddenShareMax * all.ep, all.ep - merged_forward);
-    ep_hide_backward = merged_share * std::min(kEpOverlapHiddenShareMax * backward.ep,
-                                               backward.ep - merged_backward);
-  }
-
+  const EpHidden ep_hidden = hidden_expert_comm(c, parts, layer, backward.ep, merged_share);
   // GEMMs of the TP-sharded linears, beside which userbuffers move the TP traffic (the backward
   // runs data- and weight-gradient GEMMs, twice the forward's).
   const double linear_gemm = parts.attn_linear.gemm + shared.gemm +
@@ -731,8 +764,8 @@ LayerTimes layer_times(const Context& c, const LayerParts& parts, LayerKind kind
   LayerTimes out;
   out.sync = kind == LayerKind::kMoe && parts.sync_per_moe_layer;
   const double cp_hide_forward = c.cp_overlapped ? core.attention : 0.0;
-  add_exposed(out.forward, all, c, linear_gemm, ep_hide_forward, cp_hide_forward);
-  add_exposed(out.backward, backward, c, 2.0 * linear_gemm, ep_hide_backward,
+  add_exposed(out.forward, all, c, linear_gemm, ep_hidden.forward, cp_hide_forward);
+  add_exposed(out.backward, backward, c, 2.0 * linear_gemm, ep_hidden.backward,
               c.cp_overlapped ? parts.attn_core_backward.attention : 0.0);
 
   Part recompute;
@@ -793,49 +826,48 @@ void add_activation_offload(const Context& c, const StageLayers& stage, StageTim
   st.backward.host_s += std::max(0.0, copy_s - gpu_busy(st.backward) - st.backward.host_s);
 }
 
+// The per-layer times a stage is built from, one set per layer kind.
+struct StageLayerTimes {
+  const LayerTimes* dense = nullptr;
+  const LayerTimes* moe = nullptr;
+  const LayerTimes* mtp_layer = nullptr;
+};
+
 struct StageWork {
   StageTiming timing;
   double backward_s = 0;  // one microbatch's backward including recomputation
   double forward_s = 0;
 };
 
-StageWork stage_work(const Context& c, const LayerParts& parts, const LayerTimes& dense,
-                     const LayerTimes& moe, const LayerTimes& mtp_layer, const Part& mtp_extra,
-                     int rank) {
-  const StageLayers& stage = c.r.stages[rank];
-  const Layout& l = c.l;
-  StageWork work;
-  StageTiming& st = work.timing;
-  st.pipeline_rank = rank;
-  st.decoder_layers = stage.decoder_layers();
-  st.mtp_layers = stage.mtp_layers;
-  st.embedding = stage.embedding;
-  st.loss = stage.loss;
-
-  accumulate(st.forward, dense.forward, stage.dense_layers);
-  accumulate(st.forward, moe.forward, stage.moe_layers);
-  accumulate(st.forward, mtp_layer.forward, stage.mtp_layers);
-  accumulate(st.backward, dense.backward, stage.dense_layers);
-  accumulate(st.backward, moe.backward, stage.moe_layers);
-  accumulate(st.backward, mtp_layer.backward, stage.mtp_layers);
-  accumulate(st.recompute, dense.recompute, stage.dense_layers);
-  accumulate(st.recompute, moe.recompute, stage.moe_layers);
-  accumulate(st.recompute, mtp_layer.recompute, stage.mtp_layers);
-
-  // Embedding, loss heads and MTP projections: not recomputed.
+// The stage's layers, forward, backward and recomputed, and its ends: the embedding, the loss
+// heads and MTP projections, which are not recomputed. Returns the ends' forward work.
+Part add_stage_compute(const Context& c, const LayerParts& parts, const StageLayerTimes& times,
+                       const StageLayers& stage, StageTiming& st) {
+  for (const auto& [t, count] :
+       {std::pair{times.dense, stage.dense_layers}, std::pair{times.moe, stage.moe_layers},
+        std::pair{times.mtp_layer, stage.mtp_layers}}) {
+    accumulate(st.forward, t->forward, count);
+    accumulate(st.backward, t->backward, count);
+    accumulate(st.recompute, t->recompute, count);
+  }
   Part ends;
   if (stage.embedding) ends += parts.embedding;
   if (stage.loss) ends += scaled(parts.loss, 1 + stage.mtp_layers);
-  ends += scaled(mtp_extra, stage.mtp_layers);
+  ends += scaled(parts.mtp_extra, stage.mtp_layers);
   Part ends_backward = scaled(ends, 2.0);
   ends_backward.tp = ends.tp;
   // Their TP collectives are not userbuffers-overlapped (the output layer is not a TE linear).
   add_exposed(st.forward, ends, c, 0, 0, 0);
   add_exposed(st.backward, ends_backward, c, 0, 0, 0);
+  return ends;
+}
 
-  // Host: the GPU waits when launching work takes longer than running it. A blocking sync per
-  // MoE layer splits the stream into per-layer segments.
-  // Per-layer graphs capture decoder layers only: the embedding and the loss launch eagerly.
+// Host: the GPU waits when launching work takes longer than running it. A blocking sync per MoE
+// layer splits the stream into per-layer segments. Per-layer graphs capture decoder layers only:
+// the embedding and the loss (`ends`) launch eagerly.
+void add_stage_host(const Context& c, const StageLayerTimes& times, const StageLayers& stage,
+                    const Part& ends, StageTiming& st) {
+  const Layout& l = c.l;
   const double ends_host = ends.host_ops * c.host_op_s *
                            launch_fraction(l, l.cuda_graph == CudaGraphImpl::kFullIteration);
   double host_forward = 0;
@@ -845,6 +877,9 @@ StageWork stage_work(const Context& c, const LayerParts& parts, const LayerTimes
   double free_host_backward = ends_host * kBackwardOpsFactor;
   double free_gpu_backward = gpu_busy(st.backward) + gpu_busy(st.recompute);
   const double gap = kSyncGapOps * c.host_op_s * c.f.host;
+  const bool recomputes_moe =
+      l.recompute == RecomputeGranularity::kFull ||
+      (l.recompute_modules & kRecomputeMoe && l.recompute == RecomputeGranularity::kSelective);
   auto add_layers = [&](const LayerTimes& t, int count) {
     if (count == 0) return;
     if (t.sync) {
@@ -852,37 +887,49 @@ StageWork stage_work(const Context& c, const LayerParts& parts, const LayerTimes
       host_backward += count * std::max(0.0, t.host_backward * c.f.host - t.gpu_backward);
       free_gpu_forward -= count * t.gpu_forward;
       free_gpu_backward -= count * t.gpu_backward;
-      if (l.recompute == RecomputeGranularity::kFull ||
-          (l.recompute_modules & kRecomputeMoe &&
-           l.recompute == RecomputeGranularity::kSelective)) {
-        host_backward += count * gap;
-      }
+      if (recomputes_moe) host_backward += count * gap;
     } else {
       free_host_forward += count * t.host_forward;
       free_host_backward += count * t.host_backward;
     }
   };
-  add_layers(dense, stage.dense_layers);
-  add_layers(moe, stage.moe_layers);
-  add_layers(mtp_layer, stage.mtp_layers);
+  add_layers(*times.dense, stage.dense_layers);
+  add_layers(*times.moe, stage.moe_layers);
+  add_layers(*times.mtp_layer, stage.mtp_layers);
   host_forward += std::max(0.0, free_host_forward * c.f.host - std::max(0.0, free_gpu_forward));
   host_backward += std::max(0.0, free_host_backward * c.f.host - std::max(0.0, free_gpu_backward));
   st.forward.host_s = host_forward;
   st.backward.host_s = host_backward;
-  add_activation_offload(c, stage, st);
+}
 
-  // Pipeline send/receive: per model chunk, an activation forward and a gradient backward.
-  const int p = l.pp;
-  if (p > 1) {
-    const int v = c.r.vp;
-    const bool has_prev = rank > 0 || v > 1;
-    const bool has_next = rank < p - 1 || v > 1;
-    const double prev = has_prev ? p2p_message_s(c, (rank + p - 1) % p, rank) : 0.0;
-    const double next = has_next ? p2p_message_s(c, rank, (rank + 1) % p) : 0.0;
-    // On the critical path: a stage cannot start a chunk before its input has arrived
-    // (perf_model.md §4.6: m·v·exposed(PP p2p)).
-    st.pp_p2p_s = v * 2 * std::max(prev, next);
-  }
+// Pipeline send/receive of one microbatch on `rank`: per model chunk, an activation forward and a
+// gradient backward, on the critical path: a stage cannot start a chunk before its input has
+// arrived (perf_model.md §4.6: m·v·exposed(PP p2p)).
+double stage_p2p_s(const Context& c, int rank) {
+  const int p = c.l.pp;
+  if (p <= 1) return 0.0;
+  const int v = c.r.vp;
+  const bool has_prev = rank > 0 || v > 1;
+  const bool has_next = rank < p - 1 || v > 1;
+  const double prev = has_prev ? p2p_message_s(c, (rank + p - 1) % p, rank) : 0.0;
+  const double next = has_next ? p2p_message_s(c, rank, (rank + 1) % p) : 0.0;
+  return v * 2 * std::max(prev, next);
+}
+
+StageWork stage_work(const Context& c, const LayerParts& parts, const StageLayerTimes& times,
+                     int rank) {
+  const StageLayers& stage = c.r.stages[rank];
+  StageWork work;
+  StageTiming& st = work.timing;
+  st.pipeline_rank = rank;
+  st.decoder_layers = stage.decoder_layers();
+  st.mtp_layers = stage.mtp_layers;
+  st.embedding = stage.embedding;
+  st.loss = stage.loss;
+  const Part ends = add_stage_compute(c, parts, times, stage, st);
+  add_stage_host(c, times, stage, ends, st);
+  add_activation_offload(c, stage, st);
+  st.pp_p2p_s = stage_p2p_s(c, rank);
   work.forward_s = st.forward.total_s();
   work.backward_s = st.backward.total_s() + st.recompute.total_s();
   st.microbatch_s = work.forward_s + work.backward_s + st.pp_p2p_s;
@@ -1022,7 +1069,7 @@ std::vector<StageWork> stage_works(const Context& c, const LayerParts& parts) {
     const LayerTimes moe =
         is_moe(w.model) ? layer_times(c, parts, LayerKind::kMoe, share, merged) : dense;
     const LayerTimes& mtp_layer = last_moe ? moe : dense;
-    works.push_back(stage_work(c, parts, dense, moe, mtp_layer, parts.mtp_extra, rank));
+    works.push_back(stage_work(c, parts, StageLayerTimes{&dense, &moe, &mtp_layer}, rank));
     add_step_tail(c, rank, works.back());
   }
   return works;

@@ -185,34 +185,13 @@ std::optional<Fault> parse_fault(std::string_view name) {
   return std::nullopt;
 }
 
-LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
-                        const ResolvedLayout& resolved, const LossRun& run) {
-  const std::uint32_t steps = run.steps;
-  const Layout& layout = resolved.layout;
-  const int mbs = std::max(1, layout.micro_batch_size);
-  const int dp = std::max(1, resolved.dp);
-  const int microbatches = std::max(1, resolved.microbatches);
+// Offsets of the loss that do not depend on the step (they grow in with the ramp of training
+// progress): each numeric setting, a bf16 gradient reduction, the balancing loss's statistic, FP8
+// and a defect that changes training.
+double step_independent_drift(const Workload& workload, const Layout& layout,
+                              const SettingKeys& keys, const MoeLoss& moe, const LossRun& run,
+                              int dp, int mbs) {
   const bool fp8 = workload.precision == Precision::kFp8;
-
-  const std::uint64_t seed = static_cast<std::uint64_t>(recipe_number(recipe, "--seed", 1234));
-  const std::uint64_t data_key = combine(hash_text(workload.model.name), seed);
-  const SettingKeys keys = setting_keys(recipe, run.run_seed);
-  const Schedule schedule = schedule_of(recipe, steps);
-  const MoeLoss moe = moe_loss_of(workload, recipe, run.fault);
-
-  // How fast updates make progress: gradient clipping shrinks the over-scaled gradients of the
-  // scaling fault; a dropped microbatch leaves each update a little noisier.
-  const int gradient_scale = run.fault == Fault::kGradientScaling ? microbatches * dp : 1;
-  double progress_rate = 1.0;
-  if (gradient_scale > 1 && recipe_number(recipe, "--clip-grad", 1.0) > 0) progress_rate = 0.5;
-  const int dropped_samples = run.fault == Fault::kDroppedMicrobatch ? mbs * dp : 0;
-  if (dropped_samples > 0) progress_rate *= 1.0 - 0.5 / microbatches;
-
-  const double initial_loss = std::log(static_cast<double>(padded_vocab_size(workload.model, 1))) +
-                              0.2 + 0.02 * keyed_normal(key_of(data_key, "init"), 0);
-  const double excess = std::max(initial_loss - kFinalLossNats, 0.5);
-
-  // Offsets that do not depend on the step, times the ramp of training progress.
   double drift = 0.0;
   for (const std::uint64_t pair : keys.numeric) {
     // Each numeric setting shifts the curve by 1-2 offsets' worth, up or down.
@@ -230,67 +209,50 @@ LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
   if (moe.z_coefficient > 0) drift += 0.002 * std::log2(1.0 + moe.z_coefficient / 1.0e-3);
   if (fp8) drift += 0.006 + 0.002 * keyed_normal(hash_text("fp8 " + layout.fp8_recipe), 0);
   if (run.training_changing_defect) drift += 0.015;
+  return drift;
+}
 
-  // Divergence: the first update whose learning rate is beyond what the precision tolerates.
-  const double divergent_lr = kDivergentLearningRate * (fp8 ? 0.75 : 1.0);
-  std::optional<std::uint32_t> divergence_step;
-
-  LossCurve curve;
-  curve.lm_loss.reserve(steps);
-  curve.grad_norm.reserve(steps);
-  curve.learning_rate.reserve(steps);
-  double progress = 0.0;  // summed learning rate of the updates before this step's forward pass
-  for (std::uint32_t step = 1; step <= steps; ++step) {
-    const double update_lr = schedule.at(step - 1.0);  // the update of the previous iteration
-    if (step > 1) {
-      progress += update_lr * progress_rate;
-      if (!divergence_step && update_lr > divergent_lr) divergence_step = step;
-    }
-    const double ramp = 1.0 - std::exp(-(step - 1.0) / 6.0);
-    const double base =
-        kFinalLossNats + excess * (kFastShare * std::exp(-progress / kFastProgress) +
-                                   (1.0 - kFastShare) * std::exp(-progress / kSlowProgress));
-
-    double relative = data_noise(data_key, step, workload.global_batch_size, dropped_samples);
-    relative += std::clamp(kReductionNoiseRsd * keyed_normal(keys.reduction, step),
-                           -kReductionNoiseMax, kReductionNoiseMax);
-    double wobble = 0.0;  // per-step scatter of the numeric changes, grows with the ramp
-    for (const std::uint64_t pair : keys.numeric) wobble += 0.001 * keyed_normal(pair, step);
-    if (layout.grad_reduce_in_bf16) {
-      wobble += 0.002 * keyed_normal(key_of(data_key, "bf16 reduce"), step);
-    }
-    if (moe.active && moe.type == "aux_loss") {
-      wobble += 0.003 * keyed_normal(combine(key_of(data_key, "aux per microbatch"), mbs), step);
-    }
-    if (moe.active && moe.type == "global_aux_loss") {
-      wobble += 0.003 * keyed_normal(combine(key_of(data_key, "aux over dp"), dp), step);
-    }
-    if (run.training_changing_defect) {
-      wobble += 0.004 * keyed_normal(key_of(data_key, "defect"), step);
-    }
-    relative += ramp * (drift + wobble);
-    if (fp8) relative += 0.002 + 0.002 * keyed_normal(key_of(data_key, "fp8"), step);
-
-    double loss = base * (1.0 + relative);
-    double grad_norm =
-        (kGradNormFloor + kGradNormExcess * std::exp(-progress / kGradNormProgress)) *
-        (1.0 + 0.06 * keyed_normal(key_of(data_key, "grad norm"), step)) * gradient_scale;
-    if (divergence_step && step >= *divergence_step) {
-      const std::uint32_t since = step - *divergence_step;
-      if (since >= kDivergenceStepsToNan) {
-        if (!curve.nan_step) curve.nan_step = step;
-        loss = std::numeric_limits<double>::quiet_NaN();
-        grad_norm = std::numeric_limits<double>::quiet_NaN();
-      } else {
-        loss *= std::exp(0.6 * (since + 1));
-        grad_norm *= std::exp(2.0 * (since + 1));
-      }
-    }
-    curve.lm_loss.push_back(loss);
-    curve.grad_norm.push_back(grad_norm);
-    curve.learning_rate.push_back(schedule.at(step));
+// The per-step scatter of the same changes, which also grows in with the ramp.
+double step_wobble(const Layout& layout, const SettingKeys& keys, const MoeLoss& moe,
+                   const LossRun& run, std::uint64_t data_key, std::uint32_t step, int dp,
+                   int mbs) {
+  double wobble = 0.0;
+  for (const std::uint64_t pair : keys.numeric) wobble += 0.001 * keyed_normal(pair, step);
+  if (layout.grad_reduce_in_bf16) {
+    wobble += 0.002 * keyed_normal(key_of(data_key, "bf16 reduce"), step);
   }
+  if (moe.active && moe.type == "aux_loss") {
+    wobble += 0.003 * keyed_normal(combine(key_of(data_key, "aux per microbatch"), mbs), step);
+  }
+  if (moe.active && moe.type == "global_aux_loss") {
+    wobble += 0.003 * keyed_normal(combine(key_of(data_key, "aux over dp"), dp), step);
+  }
+  if (run.training_changing_defect) {
+    wobble += 0.004 * keyed_normal(key_of(data_key, "defect"), step);
+  }
+  return wobble;
+}
 
+// A step `since` steps after the divergence began: the loss and gradient norm blow up, and
+// become NaN after kDivergenceStepsToNan steps.
+void diverge(std::uint32_t step, std::uint32_t since, double& loss, double& grad_norm,
+             LossCurve& curve) {
+  if (since >= kDivergenceStepsToNan) {
+    if (!curve.nan_step) curve.nan_step = step;
+    loss = std::numeric_limits<double>::quiet_NaN();
+    grad_norm = std::numeric_limits<double>::quiet_NaN();
+  } else {
+    loss *= std::exp(0.6 * (since + 1));
+    grad_norm *= std::exp(2.0 * (since + 1));
+  }
+}
+
+// The losses Megatron logs beside the language-model loss: the balancing loss, the router's
+// z-loss and one per MTP depth; NaN from the step the language-model loss is.
+void add_other_losses(const Workload& workload, const Layout& layout, const MoeLoss& moe,
+                      const LossRun& run, std::uint64_t data_key, int dp, int mbs,
+                      LossCurve& curve) {
+  const std::uint32_t steps = run.steps;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto mark_nan = [&](LossSeries& series) {
     if (!curve.nan_step) return;
@@ -339,6 +301,77 @@ LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
     }
     curve.other_losses.push_back(std::move(mtp));
   }
+}
+
+LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
+                        const ResolvedLayout& resolved, const LossRun& run) {
+  const std::uint32_t steps = run.steps;
+  const Layout& layout = resolved.layout;
+  const int mbs = std::max(1, layout.micro_batch_size);
+  const int dp = std::max(1, resolved.dp);
+  const int microbatches = std::max(1, resolved.microbatches);
+  const bool fp8 = workload.precision == Precision::kFp8;
+
+  const std::uint64_t seed = static_cast<std::uint64_t>(recipe_number(recipe, "--seed", 1234));
+  const std::uint64_t data_key = combine(hash_text(workload.model.name), seed);
+  const SettingKeys keys = setting_keys(recipe, run.run_seed);
+  const Schedule schedule = schedule_of(recipe, steps);
+  const MoeLoss moe = moe_loss_of(workload, recipe, run.fault);
+
+  // How fast updates make progress: gradient clipping shrinks the over-scaled gradients of the
+  // scaling fault; a dropped microbatch leaves each update a little noisier.
+  const int gradient_scale = run.fault == Fault::kGradientScaling ? microbatches * dp : 1;
+  double progress_rate = 1.0;
+  if (gradient_scale > 1 && recipe_number(recipe, "--clip-grad", 1.0) > 0) progress_rate = 0.5;
+  const int dropped_samples = run.fault == Fault::kDroppedMicrobatch ? mbs * dp : 0;
+  if (dropped_samples > 0) progress_rate *= 1.0 - 0.5 / microbatches;
+
+  const double initial_loss = std::log(static_cast<double>(padded_vocab_size(workload.model, 1))) +
+                              0.2 + 0.02 * keyed_normal(key_of(data_key, "init"), 0);
+  const double excess = std::max(initial_loss - kFinalLossNats, 0.5);
+
+  const double drift = step_independent_drift(workload, layout, keys, moe, run, dp, mbs);
+
+  // Divergence: the first update whose learning rate is beyond what the precision tolerates.
+  const double divergent_lr = kDivergentLearningRate * (fp8 ? 0.75 : 1.0);
+  std::optional<std::uint32_t> divergence_step;
+
+  LossCurve curve;
+  curve.lm_loss.reserve(steps);
+  curve.grad_norm.reserve(steps);
+  curve.learning_rate.reserve(steps);
+  double progress = 0.0;  // summed learning rate of the updates before this step's forward pass
+  for (std::uint32_t step = 1; step <= steps; ++step) {
+    const double update_lr = schedule.at(step - 1.0);  // the update of the previous iteration
+    if (step > 1) {
+      progress += update_lr * progress_rate;
+      if (!divergence_step && update_lr > divergent_lr) divergence_step = step;
+    }
+    const double ramp = 1.0 - std::exp(-(step - 1.0) / 6.0);
+    const double base =
+        kFinalLossNats + excess * (kFastShare * std::exp(-progress / kFastProgress) +
+                                   (1.0 - kFastShare) * std::exp(-progress / kSlowProgress));
+
+    double relative = data_noise(data_key, step, workload.global_batch_size, dropped_samples);
+    relative += std::clamp(kReductionNoiseRsd * keyed_normal(keys.reduction, step),
+                           -kReductionNoiseMax, kReductionNoiseMax);
+    const double wobble = step_wobble(layout, keys, moe, run, data_key, step, dp, mbs);
+    relative += ramp * (drift + wobble);
+    if (fp8) relative += 0.002 + 0.002 * keyed_normal(key_of(data_key, "fp8"), step);
+
+    double loss = base * (1.0 + relative);
+    double grad_norm =
+        (kGradNormFloor + kGradNormExcess * std::exp(-progress / kGradNormProgress)) *
+        (1.0 + 0.06 * keyed_normal(key_of(data_key, "grad norm"), step)) * gradient_scale;
+    if (divergence_step && step >= *divergence_step) {
+      diverge(step, step - *divergence_step, loss, grad_norm, curve);
+    }
+    curve.lm_loss.push_back(loss);
+    curve.grad_norm.push_back(grad_norm);
+    curve.learning_rate.push_back(schedule.at(step));
+  }
+
+  add_other_losses(workload, layout, moe, run, data_key, dp, mbs, curve);
   ATTUNE_ASSERT(curve.lm_loss.size() == steps && curve.learning_rate.size() == steps,
                 "one loss and learning rate per step");
   return curve;

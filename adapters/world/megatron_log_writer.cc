@@ -634,10 +634,194 @@ std::string MegatronLogWriter::child_failed(int rank, int exit_code,
   return out;
 }
 
-std::string MegatronLogWriter::failure_text(std::int64_t now_unix_ns) const {
+// The stack of an out-of-memory error: in building the model's gradient buffer at setup, or in
+// a forward step.
+std::vector<std::string> MegatronLogWriter::out_of_memory_frames(bool at_setup) const {
+  const std::string megatron(kMegatronDir);
+  std::vector<std::string> frames = training_frames();
+  if (at_setup) {
+    frames.resize(4);
+    frames.insert(
+        frames.end(),
+        {megatron + "/megatron/training/training.py", "745", "pretrain",
+         "model, optimizer, opt_param_scheduler = setup_model_and_optimizer(",
+         megatron + "/megatron/training/training.py", "1186", "setup_model_and_optimizer",
+         "model = get_model(model_provider_func, "
+         "model_type)",
+         megatron + "/megatron/training/training.py", "1052", "get_model", "model = [DDP(",
+         megatron + "/megatron/core/distributed/param_and_grad_buffer.py", "712", "__init__",
+         "self.grad_data = torch.zeros("});
+  } else {
+    frames.insert(
+        frames.end(),
+        {megatron + "/megatron/core/pipeline_parallel/schedules.py", "2011",
+         "forward_backward_pipelining_without_interleaving",
+         "output_tensor, num_tokens = forward_step(",
+         megatron + "/megatron/core/pipeline_parallel/schedules.py", "402", "forward_step",
+         "output_tensor, loss_func = forward_step_func(data_iterator, model)",
+         megatron + "/pretrain_gpt.py", "244", "forward_step",
+         "output_tensor = model(tokens, position_ids, attention_mask,"});
+  }
+  return frames;
+}
+
+// The traceback of the rank that ran out of memory: at setup, the first persistent buffer that
+// does not fit; in a step, one activation-sized tensor.
+std::string MegatronLogWriter::out_of_memory_text(std::int64_t now_unix_ns) const {
   const int world = workload_.gpus;
   const int pp = resolved_ok_ ? resolved_.layout.pp : 1;
+  const int stage = std::max(0, run_.failed_stage);
+  const int rank = first_rank_of_stage(world, pp, std::min(stage, pp - 1));
+  const double capacity = workload_.hardware.hbm_capacity_gib;
+  const double peak =
+      run_.peak_memory_gib_by_stage.empty()
+          ? capacity * 1.1
+          : run_.peak_memory_gib_by_stage[static_cast<std::size_t>(
+                std::min<std::size_t>(stage, run_.peak_memory_gib_by_stage.size() - 1))];
+  SeededStream draw(combine(hash_text("oom"), static_cast<std::uint64_t>(rank)));
+  const double non_pytorch_gib = std::max(0.5, workload_.hardware.memory_reserved_gib * 0.3);
+  const StageMemory* memory = static_cast<std::size_t>(stage) < run_.prediction.stages.size()
+                                  ? &run_.prediction.stages[static_cast<std::size_t>(stage)].memory
+                                  : nullptr;
+  const bool at_setup = run_.failed_step == 0;
+  double free_gib = draw.uniform(0.3, 1.4);
+  double unallocated_gib = draw.uniform(0.8, 3.5);
+  double tried_gib = 0.5;
+  if (at_setup && memory != nullptr) {
+    // The first persistent buffer that does not fit: weights, then the contiguous gradient
+    // buffer, then the optimizer state, allocated one after the other.
+    double used_gib = non_pytorch_gib;
+    unallocated_gib = draw.uniform(0.0, 0.05);
+    for (const double buffer_gib :
+         {memory->weights_gib, memory->gradients_gib, memory->optimizer_gib}) {
+      tried_gib = buffer_gib;
+      if (used_gib + buffer_gib > capacity) break;
+      used_gib += buffer_gib;
+    }
+    free_gib = std::max(0.01, capacity - used_gib - unallocated_gib);
+  } else if (memory != nullptr) {
+    // One activation-sized tensor of the step.
+    const int layers = std::max(
+        1, resolved_ok_ ? resolved_.stages[static_cast<std::size_t>(stage)].decoder_layers() : 1);
+    const double chunk_gib = memory->activations_gib / layers + 0.5 * memory->transient_gib;
+    tried_gib = std::clamp(std::min(peak - capacity + free_gib, chunk_gib), 0.02, capacity);
+  }
+  const double in_use_gib = capacity - free_gib;
+  const double allocated_gib = in_use_gib - non_pytorch_gib - unallocated_gib;
+  const std::vector<std::string> frames = out_of_memory_frames(at_setup);
+  const std::string error = format(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU %d has a total "
+      "capacity of %.2f GiB of which %s is free. Including non-PyTorch memory, this process "
+      "has %.2f GiB memory in use. Of the allocated memory %.2f GiB is allocated by "
+      "PyTorch, and %s is reserved by PyTorch but unallocated. If reserved but unallocated "
+      "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+      "avoid fragmentation.  See documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+      torch_size(tried_gib).c_str(), rank % gpus_per_node_, capacity, torch_size(free_gib).c_str(),
+      in_use_gib, allocated_gib, torch_size(unallocated_gib).c_str());
+  return traceback(rank, frames, error) + child_failed(rank, 1, now_unix_ns);
+}
+
+// A crash: NVSHMEM failing to start DeepEP across NVLink domains, or Megatron's NaN check on the
+// loss of the last pipeline stage.
+std::string MegatronLogWriter::crash_text(std::int64_t now_unix_ns) const {
+  const int world = workload_.gpus;
   const std::string megatron(kMegatronDir);
+  if (run_.defect == StackDefect::kDeepepAcrossNvlinkDomains) {
+    const int rank = 0;
+    std::string out =
+        "/opt/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init "
+        "failed for transport: IBGDA\n"
+        "/opt/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:287: Unable "
+        "to initialize any transports. returning error.\n"
+        "/opt/nvshmem/src/host/init/init.cu:995: non-zero status: 7 nvshmem detect topo "
+        "failed\n"
+        "\n"
+        "/opt/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem "
+        "initialization failed, exiting\n";
+    return out + child_failed(rank, kExitCodeNvshmem, now_unix_ns);
+  }
+  // Megatron's NaN check on the loss of the last pipeline stage.
+  const int rank = world - 1;
+  const std::uint32_t iteration = run_.failed_step;
+  std::string out = format(
+      "[rank%d]: Unexpected result nan on rank %d at iteration #%u invocation #1 "
+      "(message='found NaN in local forward loss calculation')\n",
+      rank, rank, iteration);
+  std::vector<std::string> frames = training_frames();
+  frames.insert(frames.end(), {megatron + "/megatron/core/rerun_state_machine.py", "523",
+                               "validate_result", "raise RuntimeError(full_message)"});
+  out += traceback(rank, frames,
+                   format("RuntimeError: Rank %d, node %s, device %d, iteration %u: "
+                          "Unexpected result nan (message='found NaN in local forward loss "
+                          "calculation')",
+                          rank, node_of_rank(rank).c_str(), rank % gpus_per_node_, iteration));
+  return out + child_failed(rank, kExitCodeResultValidation, now_unix_ns);
+}
+
+// An infrastructure failure as NCCL and Slurm report it: a failed link, or a lost node.
+std::string MegatronLogWriter::infrastructure_text(std::int64_t now_unix_ns) const {
+  const int world = workload_.gpus;
+  const std::string blamed = run_.blamed_node.empty() ? node_of_rank(0) : run_.blamed_node;
+  std::size_t blamed_index = 0;
+  for (std::size_t i = 0; i < run_.nodes.size(); ++i) {
+    if (run_.nodes[i] == blamed) blamed_index = i;
+  }
+  // A network fault is reported by the ranks of the node whose link failed (their NCCL
+  // warning names that host); a lost node cannot print, so a rank on another node reports
+  // its peer gone.
+  const bool lost = run_.infra == InfraFailure::kNodeLost;
+  const std::size_t observer_node =
+      lost && run_.nodes.size() > 1 ? (blamed_index + 1) % run_.nodes.size() : blamed_index;
+  const std::size_t peer_node =
+      run_.nodes.size() > 1 && !lost ? (blamed_index + 1) % run_.nodes.size() : blamed_index;
+  const int rank = std::min(world - 1, static_cast<int>(observer_node) * gpus_per_node_ + 3);
+  const std::string peer_ip = format("10.10.%d.%d", static_cast<int>(peer_node / 250),
+                                     static_cast<int>(peer_node % 250) + 2);
+  const std::string wc_error = format(
+      "NET/IB : Got completion from peer %s<45821> with status=12 opcode=0 len=0 vendor err "
+      "129 (Recv) localGid ::ffff:10.10.%d.%d remoteGid ::ffff:%s",
+      peer_ip.c_str(), static_cast<int>(observer_node / 250),
+      static_cast<int>(observer_node % 250) + 2, peer_ip.c_str());
+  std::string out;
+  if (run_.infra == InfraFailure::kNetworkError) {
+    out +=
+        format("%s:%d:%d [%d] transport/net_ib.cc:2011 NCCL WARN %s\n", node_of_rank(rank).c_str(),
+               kWorkerPidBase + rank % gpus_per_node_, kWorkerPidBase + 900 + rank % gpus_per_node_,
+               rank % gpus_per_node_, wc_error.c_str());
+  }
+  out += format(
+      "[rank%d]:[E%s ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank %d] "
+      "Process group watchdog thread terminated with exception: NCCL error: remote process "
+      "exited or there was a network error, NCCL version %s\n",
+      rank, glog_time(now_unix_ns).c_str(), rank, std::string(kNcclVersion).c_str());
+  out += format(
+      "[rank%d]: ncclRemoteError: A call failed possibly due to a network error or a "
+      "remote process exiting prematurely.\n",
+      rank);
+  out += format("[rank%d]: Last error:\n", rank);
+  out += format("[rank%d]: %s\n", rank, wc_error.c_str());
+  std::vector<std::string> frames = training_frames();
+  out += traceback(rank, frames,
+                   format("torch.distributed.DistBackendError: NCCL error in: "
+                          "/opt/pytorch/pytorch/torch/csrc/distributed/c10d/"
+                          "ProcessGroupNCCL.cpp:3356, remote process exited or there was a "
+                          "network error, NCCL version %s\nncclRemoteError: A call failed "
+                          "possibly due to a network error or a remote process exiting "
+                          "prematurely.",
+                          std::string(kNcclVersion).c_str()));
+  if (run_.infra == InfraFailure::kNodeLost) {
+    std::string when = megatron_datetime(now_unix_ns).substr(0, 19);
+    when[10] = 'T';
+    out += "srun: error: Node failure on " + blamed + "\n";
+    out += "slurmstepd: error: *** STEP 4242.0 ON " + node_of_rank(0) + " CANCELLED AT " + when +
+           " DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n";
+    return out;
+  }
+  return out + child_failed(rank, 1, now_unix_ns);
+}
+
+std::string MegatronLogWriter::failure_text(std::int64_t now_unix_ns) const {
   switch (run_.outcome) {
     case JobOutcome::kCompleted:
     case JobOutcome::kHang:
@@ -647,175 +831,12 @@ std::string MegatronLogWriter::failure_text(std::int64_t now_unix_ns) const {
       return traceback(0, refusal.frames, refusal.exception + ": " + run_.error) +
              child_failed(0, 1, now_unix_ns);
     }
-    case JobOutcome::kOutOfMemory: {
-      const int stage = std::max(0, run_.failed_stage);
-      const int rank = first_rank_of_stage(world, pp, std::min(stage, pp - 1));
-      const double capacity = workload_.hardware.hbm_capacity_gib;
-      const double peak =
-          run_.peak_memory_gib_by_stage.empty()
-              ? capacity * 1.1
-              : run_.peak_memory_gib_by_stage[static_cast<std::size_t>(
-                    std::min<std::size_t>(stage, run_.peak_memory_gib_by_stage.size() - 1))];
-      SeededStream draw(combine(hash_text("oom"), static_cast<std::uint64_t>(rank)));
-      const double non_pytorch_gib = std::max(0.5, workload_.hardware.memory_reserved_gib * 0.3);
-      const StageMemory* memory =
-          static_cast<std::size_t>(stage) < run_.prediction.stages.size()
-              ? &run_.prediction.stages[static_cast<std::size_t>(stage)].memory
-              : nullptr;
-      const bool at_setup = run_.failed_step == 0;
-      double free_gib = draw.uniform(0.3, 1.4);
-      double unallocated_gib = draw.uniform(0.8, 3.5);
-      double tried_gib = 0.5;
-      if (at_setup && memory != nullptr) {
-        // The first persistent buffer that does not fit: weights, then the contiguous gradient
-        // buffer, then the optimizer state, allocated one after the other.
-        double used_gib = non_pytorch_gib;
-        unallocated_gib = draw.uniform(0.0, 0.05);
-        for (const double buffer_gib :
-             {memory->weights_gib, memory->gradients_gib, memory->optimizer_gib}) {
-          tried_gib = buffer_gib;
-          if (used_gib + buffer_gib > capacity) break;
-          used_gib += buffer_gib;
-        }
-        free_gib = std::max(0.01, capacity - used_gib - unallocated_gib);
-      } else if (memory != nullptr) {
-        // One activation-sized tensor of the step.
-        const int layers = std::max(
-            1,
-            resolved_ok_ ? resolved_.stages[static_cast<std::size_t>(stage)].decoder_layers() : 1);
-        const double chunk_gib = memory->activations_gib / layers + 0.5 * memory->transient_gib;
-        tried_gib = std::clamp(std::min(peak - capacity + free_gib, chunk_gib), 0.02, capacity);
-      }
-      const double in_use_gib = capacity - free_gib;
-      const double allocated_gib = in_use_gib - non_pytorch_gib - unallocated_gib;
-      std::vector<std::string> frames = training_frames();
-      if (at_setup) {
-        frames.resize(4);
-        frames.insert(
-            frames.end(),
-            {megatron + "/megatron/training/training.py", "745", "pretrain",
-             "model, optimizer, opt_param_scheduler = setup_model_and_optimizer(",
-             megatron + "/megatron/training/training.py", "1186", "setup_model_and_optimizer",
-             "model = get_model(model_provider_func, "
-             "model_type)",
-             megatron + "/megatron/training/training.py", "1052", "get_model", "model = [DDP(",
-             megatron + "/megatron/core/distributed/param_and_grad_buffer.py", "712", "__init__",
-             "self.grad_data = torch.zeros("});
-      } else {
-        frames.insert(
-            frames.end(),
-            {megatron + "/megatron/core/pipeline_parallel/schedules.py", "2011",
-             "forward_backward_pipelining_without_interleaving",
-             "output_tensor, num_tokens = forward_step(",
-             megatron + "/megatron/core/pipeline_parallel/schedules.py", "402", "forward_step",
-             "output_tensor, loss_func = forward_step_func(data_iterator, model)",
-             megatron + "/pretrain_gpt.py", "244", "forward_step",
-             "output_tensor = model(tokens, position_ids, attention_mask,"});
-      }
-      const std::string error = format(
-          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU %d has a total "
-          "capacity of %.2f GiB of which %s is free. Including non-PyTorch memory, this process "
-          "has %.2f GiB memory in use. Of the allocated memory %.2f GiB is allocated by "
-          "PyTorch, and %s is reserved by PyTorch but unallocated. If reserved but unallocated "
-          "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
-          "avoid fragmentation.  See documentation for Memory Management  "
-          "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-          torch_size(tried_gib).c_str(), rank % gpus_per_node_, capacity,
-          torch_size(free_gib).c_str(), in_use_gib, allocated_gib,
-          torch_size(unallocated_gib).c_str());
-      return traceback(rank, frames, error) + child_failed(rank, 1, now_unix_ns);
-    }
-    case JobOutcome::kCrash: {
-      if (run_.defect == StackDefect::kDeepepAcrossNvlinkDomains) {
-        const int rank = 0;
-        std::string out =
-            "/opt/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init "
-            "failed for transport: IBGDA\n"
-            "/opt/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:287: Unable "
-            "to initialize any transports. returning error.\n"
-            "/opt/nvshmem/src/host/init/init.cu:995: non-zero status: 7 nvshmem detect topo "
-            "failed\n"
-            "\n"
-            "/opt/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem "
-            "initialization failed, exiting\n";
-        return out + child_failed(rank, kExitCodeNvshmem, now_unix_ns);
-      }
-      // Megatron's NaN check on the loss of the last pipeline stage.
-      const int rank = world - 1;
-      const std::uint32_t iteration = run_.failed_step;
-      std::string out = format(
-          "[rank%d]: Unexpected result nan on rank %d at iteration #%u invocation #1 "
-          "(message='found NaN in local forward loss calculation')\n",
-          rank, rank, iteration);
-      std::vector<std::string> frames = training_frames();
-      frames.insert(frames.end(), {megatron + "/megatron/core/rerun_state_machine.py", "523",
-                                   "validate_result", "raise RuntimeError(full_message)"});
-      out += traceback(rank, frames,
-                       format("RuntimeError: Rank %d, node %s, device %d, iteration %u: "
-                              "Unexpected result nan (message='found NaN in local forward loss "
-                              "calculation')",
-                              rank, node_of_rank(rank).c_str(), rank % gpus_per_node_, iteration));
-      return out + child_failed(rank, kExitCodeResultValidation, now_unix_ns);
-    }
-    case JobOutcome::kInfrastructure: {
-      const std::string blamed = run_.blamed_node.empty() ? node_of_rank(0) : run_.blamed_node;
-      std::size_t blamed_index = 0;
-      for (std::size_t i = 0; i < run_.nodes.size(); ++i) {
-        if (run_.nodes[i] == blamed) blamed_index = i;
-      }
-      // A network fault is reported by the ranks of the node whose link failed (their NCCL
-      // warning names that host); a lost node cannot print, so a rank on another node reports
-      // its peer gone.
-      const bool lost = run_.infra == InfraFailure::kNodeLost;
-      const std::size_t observer_node =
-          lost && run_.nodes.size() > 1 ? (blamed_index + 1) % run_.nodes.size() : blamed_index;
-      const std::size_t peer_node =
-          run_.nodes.size() > 1 && !lost ? (blamed_index + 1) % run_.nodes.size() : blamed_index;
-      const int rank = std::min(world - 1, static_cast<int>(observer_node) * gpus_per_node_ + 3);
-      const std::string peer_ip = format("10.10.%d.%d", static_cast<int>(peer_node / 250),
-                                         static_cast<int>(peer_node % 250) + 2);
-      const std::string wc_error = format(
-          "NET/IB : Got completion from peer %s<45821> with status=12 opcode=0 len=0 vendor err "
-          "129 (Recv) localGid ::ffff:10.10.%d.%d remoteGid ::ffff:%s",
-          peer_ip.c_str(), static_cast<int>(observer_node / 250),
-          static_cast<int>(observer_node % 250) + 2, peer_ip.c_str());
-      std::string out;
-      if (run_.infra == InfraFailure::kNetworkError) {
-        out += format("%s:%d:%d [%d] transport/net_ib.cc:2011 NCCL WARN %s\n",
-                      node_of_rank(rank).c_str(), kWorkerPidBase + rank % gpus_per_node_,
-                      kWorkerPidBase + 900 + rank % gpus_per_node_, rank % gpus_per_node_,
-                      wc_error.c_str());
-      }
-      out += format(
-          "[rank%d]:[E%s ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank %d] "
-          "Process group watchdog thread terminated with exception: NCCL error: remote process "
-          "exited or there was a network error, NCCL version %s\n",
-          rank, glog_time(now_unix_ns).c_str(), rank, std::string(kNcclVersion).c_str());
-      out += format(
-          "[rank%d]: ncclRemoteError: A call failed possibly due to a network error or a "
-          "remote process exiting prematurely.\n",
-          rank);
-      out += format("[rank%d]: Last error:\n", rank);
-      out += format("[rank%d]: %s\n", rank, wc_error.c_str());
-      std::vector<std::string> frames = training_frames();
-      out += traceback(rank, frames,
-                       format("torch.distributed.DistBackendError: NCCL error in: "
-                              "/opt/pytorch/pytorch/torch/csrc/distributed/c10d/"
-                              "ProcessGroupNCCL.cpp:3356, remote process exited or there was a "
-                              "network error, NCCL version %s\nncclRemoteError: A call failed "
-                              "possibly due to a network error or a remote process exiting "
-                              "prematurely.",
-                              std::string(kNcclVersion).c_str()));
-      if (run_.infra == InfraFailure::kNodeLost) {
-        std::string when = megatron_datetime(now_unix_ns).substr(0, 19);
-        when[10] = 'T';
-        out += "srun: error: Node failure on " + blamed + "\n";
-        out += "slurmstepd: error: *** STEP 4242.0 ON " + node_of_rank(0) + " CANCELLED AT " +
-               when + " DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n";
-        return out;
-      }
-      return out + child_failed(rank, 1, now_unix_ns);
-    }
+    case JobOutcome::kOutOfMemory:
+      return out_of_memory_text(now_unix_ns);
+    case JobOutcome::kCrash:
+      return crash_text(now_unix_ns);
+    case JobOutcome::kInfrastructure:
+      return infrastructure_text(now_unix_ns);
   }
   return "";
 }

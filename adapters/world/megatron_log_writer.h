@@ -79,6 +79,10 @@ class MegatronLogWriter {
   std::string failure_text(std::int64_t now_unix_ns) const;
 
  private:
+  std::string out_of_memory_text(std::int64_t now_unix_ns) const;
+  std::vector<std::string> out_of_memory_frames(bool at_setup) const;
+  std::string crash_text(std::int64_t now_unix_ns) const;
+  std::string infrastructure_text(std::int64_t now_unix_ns) const;
   std::string iteration_line(std::uint32_t step, std::int64_t now_unix_ns) const;
   std::string memory_report(std::uint32_t step) const;
   std::string traceback(int rank, const std::vector<std::string>& frames,

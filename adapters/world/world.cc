@@ -212,6 +212,150 @@ std::optional<StackDefect> World::defect_hit(const ResolvedLayout& resolved) con
   return std::nullopt;
 }
 
+namespace {
+
+// How a run that is not cut short by the infrastructure ends: after how many steps, how far into
+// the failing step, and whether it dies while building the model and optimizer.
+struct NaturalStop {
+  std::uint32_t steps_to_run = 0;
+  double in_step_fraction = 0;
+  bool oom_at_setup = false;
+};
+
+// The outcome the recipe alone would have (a stack defect, out of memory, a NaN loss) into `run`,
+// and when the process would stop.
+NaturalStop natural_stop(SimulatedRun& run, bool check_for_nan) {
+  NaturalStop stop{run.steps_requested, 0.0, false};
+  if (run.defect == StackDefect::kDeepepAcrossNvlinkDomains) {
+    run.outcome = JobOutcome::kCrash;
+    run.error = "NVSHMEM cannot initialise DeepEP's transport across NVLink domains";
+    stop.steps_to_run = 0;
+    stop.in_step_fraction = 0.05;  // the first dispatch builds DeepEP's buffers
+  } else if (!run.prediction.fits_in_memory) {
+    run.outcome = JobOutcome::kOutOfMemory;
+    const double capacity = run.prediction.memory_capacity_gib;
+    const auto& peaks = run.peak_memory_gib_by_stage;
+    run.failed_stage = 0;
+    for (std::size_t s = 0; s < peaks.size(); ++s) {
+      if (peaks[s] - capacity > peaks[static_cast<std::size_t>(run.failed_stage)] - capacity) {
+        run.failed_stage = static_cast<int>(s);
+      }
+    }
+    char text[160];
+    std::snprintf(text, sizeof text, "pipeline stage %d needs %.1f GiB of %.1f GiB",
+                  run.failed_stage, peaks[static_cast<std::size_t>(run.failed_stage)], capacity);
+    run.error = text;
+    stop.steps_to_run = 0;
+    stop.in_step_fraction = 0.4;
+    const StageMemory& m = run.prediction.stages[static_cast<std::size_t>(run.failed_stage)].memory;
+    // When the weights, gradient buffers and optimizer state alone do not fit, the job dies
+    // while it builds the model and optimizer, before training starts.
+    stop.oom_at_setup =
+        m.weights_gib + m.gradients_gib + m.optimizer_gib + m.reserved_gib > capacity;
+  } else if (run.defect == StackDefect::kDataParallelOverlapWithExpertDataParallel) {
+    run.outcome = JobOutcome::kHang;
+    run.error =
+        "the first gradient reduction deadlocks (data-parallel and shared-expert overlap "
+        "with expert data parallelism > 1)";
+    stop.steps_to_run = 0;
+  } else if (run.loss.nan_step && check_for_nan) {
+    run.outcome = JobOutcome::kCrash;
+    run.error = "NaN loss at iteration " + std::to_string(*run.loss.nan_step);
+    stop.steps_to_run = *run.loss.nan_step - 1;
+    stop.in_step_fraction = 0.5;
+  }
+  return stop;
+}
+
+// The time of every requested step, were the run to go on: the prediction with the run's noise
+// and its slow node, the first steps' warm-up and the profiler's overhead.
+std::vector<double> draw_step_times(const SimulatedRun& run, double noise_rsd,
+                                    SeededStream& draws) {
+  const double run_factor = std::max(0.5, 1.0 + noise_rsd * draws.normal());
+  const double step_s = run.prediction.step_time_s * run_factor * run.slow_node_factor;
+  std::vector<double> steps_s;
+  for (std::uint32_t step = 1; step <= run.steps_requested; ++step) {
+    double t = step_s * std::max(0.5, 1.0 + 0.5 * noise_rsd * draws.normal());
+    if (step == 1) t = t * kFirstStepFactor + kFirstStepExtraS;
+    if (step == 2) t *= kSecondStepFactor;
+    if (run.profiled && step >= run.first_profiled_step) t *= kProfilerOverhead;
+    steps_s.push_back(t);
+  }
+  return steps_s;
+}
+
+// An infrastructure failure: when it strikes, and what it blames.
+struct InfraDraw {
+  double at_s = HUGE_VAL;
+  bool blame_network = false;
+  std::size_t blamed = 0;
+};
+
+// `run` cut short by the infrastructure at `infra.at_s`.
+void fail_on_infrastructure(SimulatedRun& run, const InfraDraw& infra) {
+  run.outcome = JobOutcome::kInfrastructure;
+  run.infra = infra.blame_network ? InfraFailure::kNetworkError : InfraFailure::kNodeLost;
+  run.blamed_node = run.nodes.empty() ? std::string() : run.nodes[infra.blamed];
+  run.error = (infra.blame_network ? "NCCL network error on " : "node lost: ") + run.blamed_node;
+  run.failed_step = static_cast<std::uint32_t>(run.step_times_s.size()) + 1;
+  if (infra.at_s < run.startup_s) {
+    run.failed_step = 0;
+    run.startup_s = infra.at_s;
+  }
+  run.defect.reset();
+  run.failed_stage = -1;
+  run.end_s = infra.at_s + (infra.blame_network ? kNetworkErrorDetectionS : kNodeLossDetectionS);
+  run.last_progress_s = run.end_s;
+}
+
+// Plays the timeline up to the natural stop, unless the infrastructure fails first.
+void play_timeline(SimulatedRun& run, const std::vector<double>& natural_steps_s,
+                   const NaturalStop& stop, const InfraDraw& infra) {
+  if (stop.oom_at_setup) {
+    const double setup_oom_s = kSetupOomShareOfStartup * run.startup_s;
+    if (infra.at_s < setup_oom_s) return fail_on_infrastructure(run, infra);
+    run.startup_s = setup_oom_s;
+    run.failed_step = 0;
+    run.end_s = setup_oom_s;
+    run.last_progress_s = setup_oom_s;
+    return;
+  }
+  double t = run.startup_s;
+  if (infra.at_s < t) return fail_on_infrastructure(run, infra);
+  for (std::uint32_t step = 0; step < stop.steps_to_run; ++step) {
+    if (infra.at_s < t + natural_steps_s[step]) return fail_on_infrastructure(run, infra);
+    t += natural_steps_s[step];
+    run.step_times_s.push_back(natural_steps_s[step]);
+  }
+  switch (run.outcome) {
+    case JobOutcome::kCompleted:
+      if (infra.at_s < t + kTeardownS) return fail_on_infrastructure(run, infra);
+      run.last_progress_s = t;
+      run.end_s = t + kTeardownS;
+      break;
+    case JobOutcome::kHang:
+      run.failed_step = 1;
+      run.last_progress_s = t;
+      run.end_s = t;
+      break;
+    case JobOutcome::kCrash:
+    case JobOutcome::kOutOfMemory: {
+      const double failing_step_s = natural_steps_s[stop.steps_to_run] * stop.in_step_fraction;
+      if (infra.at_s < t + failing_step_s) return fail_on_infrastructure(run, infra);
+      run.failed_step = stop.steps_to_run + 1;
+      run.end_s = t + failing_step_s;
+      run.last_progress_s = run.end_s;
+      break;
+    }
+    case JobOutcome::kInvalidAtStartup:
+    case JobOutcome::kInfrastructure:
+      ATTUNE_ASSERT(false, "every outcome is decided above");
+      break;
+  }
+}
+
+}  // namespace
+
 SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uint64_t run_seed,
                              const std::vector<std::string>& nodes, bool profile,
                              Fault fault) const {
@@ -269,124 +413,17 @@ SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uin
   for (const std::string& node : run.nodes) {
     if (is_slow_node(node)) run.slow_node_factor = config_.slow_node_factor;
   }
-  const double run_factor = std::max(0.5, 1.0 + config_.noise_rsd * draws.normal());
-  const double step_s = run.prediction.step_time_s * run_factor * run.slow_node_factor;
-  std::vector<double> natural_steps_s;
-  for (std::uint32_t step = 1; step <= run.steps_requested; ++step) {
-    double t = step_s * std::max(0.5, 1.0 + 0.5 * config_.noise_rsd * draws.normal());
-    if (step == 1) t = t * kFirstStepFactor + kFirstStepExtraS;
-    if (step == 2) t *= kSecondStepFactor;
-    if (profile && step >= run.first_profiled_step) t *= kProfilerOverhead;
-    natural_steps_s.push_back(t);
-  }
+  const std::vector<double> natural_steps_s = draw_step_times(run, config_.noise_rsd, draws);
   const double infra_rate_per_s = config_.infra_failures_per_node_hour *
                                   static_cast<double>(std::max<std::size_t>(1, run.nodes.size())) /
                                   3600.0;
-  const double infra_at_s = infra_rate_per_s > 0 ? draws.exponential(infra_rate_per_s) : HUGE_VAL;
-  const bool blame_network = draws.uniform() < 0.5;
-  const std::size_t blamed = run.nodes.empty() ? 0 : draws.below(run.nodes.size());
+  InfraDraw infra;
+  infra.at_s = infra_rate_per_s > 0 ? draws.exponential(infra_rate_per_s) : HUGE_VAL;
+  infra.blame_network = draws.uniform() < 0.5;
+  infra.blamed = run.nodes.empty() ? 0 : draws.below(run.nodes.size());
 
-  // The outcome the recipe alone would have, and when the process would stop.
-  std::uint32_t steps_to_run = run.steps_requested;
-  bool oom_at_setup = false;
-  double stop_in_step_fraction = 0;  // how far into the failing step the job gets
-  if (run.defect == StackDefect::kDeepepAcrossNvlinkDomains) {
-    run.outcome = JobOutcome::kCrash;
-    run.error = "NVSHMEM cannot initialise DeepEP's transport across NVLink domains";
-    steps_to_run = 0;
-    stop_in_step_fraction = 0.05;  // the first dispatch builds DeepEP's buffers
-  } else if (!run.prediction.fits_in_memory) {
-    run.outcome = JobOutcome::kOutOfMemory;
-    const double capacity = run.prediction.memory_capacity_gib;
-    run.failed_stage = 0;
-    for (std::size_t s = 0; s < run.peak_memory_gib_by_stage.size(); ++s) {
-      if (run.peak_memory_gib_by_stage[s] - capacity >
-          run.peak_memory_gib_by_stage[static_cast<std::size_t>(run.failed_stage)] - capacity) {
-        run.failed_stage = static_cast<int>(s);
-      }
-    }
-    char text[160];
-    std::snprintf(
-        text, sizeof text, "pipeline stage %d needs %.1f GiB of %.1f GiB", run.failed_stage,
-        run.peak_memory_gib_by_stage[static_cast<std::size_t>(run.failed_stage)], capacity);
-    run.error = text;
-    steps_to_run = 0;
-    stop_in_step_fraction = 0.4;
-    const StageMemory& m = run.prediction.stages[static_cast<std::size_t>(run.failed_stage)].memory;
-    // When the weights, gradient buffers and optimizer state alone do not fit, the job dies
-    // while it builds the model and optimizer, before training starts.
-    oom_at_setup = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.reserved_gib > capacity;
-  } else if (run.defect == StackDefect::kDataParallelOverlapWithExpertDataParallel) {
-    run.outcome = JobOutcome::kHang;
-    run.error =
-        "the first gradient reduction deadlocks (data-parallel and shared-expert overlap "
-        "with expert data parallelism > 1)";
-    steps_to_run = 0;
-  } else if (run.loss.nan_step && layout->check_for_nan) {
-    run.outcome = JobOutcome::kCrash;
-    run.error = "NaN loss at iteration " + std::to_string(*run.loss.nan_step);
-    steps_to_run = *run.loss.nan_step - 1;
-    stop_in_step_fraction = 0.5;
-  }
-
-  // Play the timeline up to the natural stop, unless the infrastructure fails first.
-  double t = run.startup_s;
-  const auto infra_failure = [&](double at_s) {
-    run.outcome = JobOutcome::kInfrastructure;
-    run.infra = blame_network ? InfraFailure::kNetworkError : InfraFailure::kNodeLost;
-    run.blamed_node = run.nodes.empty() ? std::string() : run.nodes[blamed];
-    run.error = (blame_network ? "NCCL network error on " : "node lost: ") + run.blamed_node;
-    run.failed_step = static_cast<std::uint32_t>(run.step_times_s.size()) + 1;
-    if (at_s < run.startup_s) {
-      run.failed_step = 0;
-      run.startup_s = at_s;
-    }
-    run.defect.reset();
-    run.failed_stage = -1;
-    run.end_s = at_s + (blame_network ? kNetworkErrorDetectionS : kNodeLossDetectionS);
-    run.last_progress_s = run.end_s;
-    return run;
-  };
-  if (oom_at_setup) {
-    const double setup_oom_s = kSetupOomShareOfStartup * run.startup_s;
-    if (infra_at_s < setup_oom_s) return infra_failure(infra_at_s);
-    run.startup_s = setup_oom_s;
-    run.failed_step = 0;
-    run.end_s = setup_oom_s;
-    run.last_progress_s = setup_oom_s;
-    return run;
-  }
-  if (infra_at_s < t) return infra_failure(infra_at_s);
-  for (std::uint32_t step = 0; step < steps_to_run; ++step) {
-    if (infra_at_s < t + natural_steps_s[step]) return infra_failure(infra_at_s);
-    t += natural_steps_s[step];
-    run.step_times_s.push_back(natural_steps_s[step]);
-  }
-  switch (run.outcome) {
-    case JobOutcome::kCompleted:
-      if (infra_at_s < t + kTeardownS) return infra_failure(infra_at_s);
-      run.last_progress_s = t;
-      run.end_s = t + kTeardownS;
-      break;
-    case JobOutcome::kHang:
-      run.failed_step = 1;
-      run.last_progress_s = t;
-      run.end_s = t;
-      break;
-    case JobOutcome::kCrash:
-    case JobOutcome::kOutOfMemory: {
-      const double failing_step_s = natural_steps_s[steps_to_run] * stop_in_step_fraction;
-      if (infra_at_s < t + failing_step_s) return infra_failure(infra_at_s);
-      run.failed_step = steps_to_run + 1;
-      run.end_s = t + failing_step_s;
-      run.last_progress_s = run.end_s;
-      break;
-    }
-    case JobOutcome::kInvalidAtStartup:
-    case JobOutcome::kInfrastructure:
-      ATTUNE_ASSERT(false, "every outcome is decided above");
-      break;
-  }
+  const NaturalStop stop = natural_stop(run, layout->check_for_nan);
+  play_timeline(run, natural_steps_s, stop, infra);
   ATTUNE_ASSERT(run.step_times_s.size() <= run.steps_requested,
                 "a run logs no more steps than it was asked for");
   return run;

@@ -425,9 +425,9 @@ Result<std::vector<VirtualStage>> split_by_layout_string(const ModelSpec& model,
 
 // The virtual stages of the flag-based splits (even, --account-for-*, uneven first/last), with
 // Megatron's checks, in virtual-stage order.
-Result<std::vector<VirtualStage>> split_by_flags(const ModelSpec& model, const Layout& l, int& vp) {
+// The virtual stages per pipeline rank (`vp`) the flags ask for, with Megatron's refusals.
+Status check_virtual_stages(const Layout& l, int layers, int& vp) {
   const int pp = l.pp;
-  const int layers = model.num_layers;
   if (l.virtual_stages > 0 && l.layers_per_virtual_stage > 0) {
     return make_error(
         "No more than one of the following arguments can be set at the same time: "
@@ -465,53 +465,67 @@ Result<std::vector<VirtualStage>> split_by_flags(const ModelSpec& model, const L
         "sends and recvs between same 2 ranks per communication batch");
   }
 
+  return Ok{};
+}
+
+// Decoder layers per pipeline rank with a first or last stage of its own size.
+Result<std::vector<int>> uneven_rank_layers(const Layout& l, int layers, int vp) {
+  const int pp = l.pp;
   std::vector<int> rank_layers(pp, 0);
-  if (uneven) {
-    if (l.account_for_embedding || l.account_for_loss) {
-      return make_error(
-          "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be"
-          "set at the same time with account_for_embedding_in_pipeline_split"
-          "and account_for_loss_in_pipeline_split");
+  if (l.account_for_embedding || l.account_for_loss) {
+    return make_error(
+        "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be"
+        "set at the same time with account_for_embedding_in_pipeline_split"
+        "and account_for_loss_in_pipeline_split");
+  }
+  if (l.first_stage_layers_set && l.first_stage_layers <= 0) {
+    return make_error("num_layers_in_first_pipeline_stage must be larger than 0");
+  }
+  if (l.last_stage_layers_set && l.last_stage_layers <= 0) {
+    return make_error("num_layers_in_last_pipeline_stage must be larger than 0");
+  }
+  if (l.first_stage_layers_set && l.first_stage_layers % vp != 0) {
+    return make_error("number of layers at first stage: " + num(l.first_stage_layers) +
+                      "must be divisible by virtual pipelineparallel degree " + num(vp));
+  }
+  if (l.last_stage_layers_set && l.last_stage_layers % vp != 0) {
+    return make_error("number of layers at last stage: " + num(l.last_stage_layers) +
+                      "must be divisible by virtual pipelineparallel degree " + num(vp));
+  }
+  const int first = l.first_stage_layers_set ? l.first_stage_layers : 0;
+  const int last = l.last_stage_layers_set ? l.last_stage_layers : 0;
+  const int middle_layers = layers - first - last;
+  const int middle_stages =
+      pp - (l.first_stage_layers_set ? 1 : 0) - (l.last_stage_layers_set ? 1 : 0);
+  if ((middle_stages <= 0 && middle_layers != 0) || middle_layers < 0) {
+    return make_error("Mismatch: " + num(middle_layers) + " middle layers remaining but " +
+                      num(middle_stages) + " middle PP stages available.");
+  }
+  if (middle_stages > 0) {
+    if (middle_layers % middle_stages != 0) {
+      return make_error("number of layers at middle stage: " + num(middle_layers) +
+                        " must be divisible bythe middle pipeline model parallel size " +
+                        num(middle_stages));
     }
-    if (l.first_stage_layers_set && l.first_stage_layers <= 0) {
-      return make_error("num_layers_in_first_pipeline_stage must be larger than 0");
+    const int per_middle = middle_layers / middle_stages;
+    if (per_middle % vp != 0) {
+      return make_error("number of layers on each middle pipeline rank:" + num(per_middle) +
+                        " must be divisible by virtualpipeline parallel degree " + num(vp));
     }
-    if (l.last_stage_layers_set && l.last_stage_layers <= 0) {
-      return make_error("num_layers_in_last_pipeline_stage must be larger than 0");
-    }
-    if (l.first_stage_layers_set && l.first_stage_layers % vp != 0) {
-      return make_error("number of layers at first stage: " + num(l.first_stage_layers) +
-                        "must be divisible by virtual pipelineparallel degree " + num(vp));
-    }
-    if (l.last_stage_layers_set && l.last_stage_layers % vp != 0) {
-      return make_error("number of layers at last stage: " + num(l.last_stage_layers) +
-                        "must be divisible by virtual pipelineparallel degree " + num(vp));
-    }
-    const int first = l.first_stage_layers_set ? l.first_stage_layers : 0;
-    const int last = l.last_stage_layers_set ? l.last_stage_layers : 0;
-    const int middle_layers = layers - first - last;
-    const int middle_stages =
-        pp - (l.first_stage_layers_set ? 1 : 0) - (l.last_stage_layers_set ? 1 : 0);
-    if ((middle_stages <= 0 && middle_layers != 0) || middle_layers < 0) {
-      return make_error("Mismatch: " + num(middle_layers) + " middle layers remaining but " +
-                        num(middle_stages) + " middle PP stages available.");
-    }
-    if (middle_stages > 0) {
-      if (middle_layers % middle_stages != 0) {
-        return make_error("number of layers at middle stage: " + num(middle_layers) +
-                          " must be divisible bythe middle pipeline model parallel size " +
-                          num(middle_stages));
-      }
-      const int per_middle = middle_layers / middle_stages;
-      if (per_middle % vp != 0) {
-        return make_error("number of layers on each middle pipeline rank:" + num(per_middle) +
-                          " must be divisible by virtualpipeline parallel degree " + num(vp));
-      }
-      for (int& count : rank_layers) count = per_middle;
-    }
-    if (l.first_stage_layers_set) rank_layers.front() = first;
-    if (l.last_stage_layers_set) rank_layers.back() = last;
-  } else if (l.account_for_embedding || l.account_for_loss) {
+    for (int& count : rank_layers) count = per_middle;
+  }
+  if (l.first_stage_layers_set) rank_layers.front() = first;
+  if (l.last_stage_layers_set) rank_layers.back() = last;
+  return rank_layers;
+}
+
+// Decoder layers per pipeline rank, all alike: the embedding and the loss counted as layers
+// (`accounted`) or not.
+Result<std::vector<int>> even_rank_layers(const Layout& l, int layers, int vp) {
+  const int pp = l.pp;
+  std::vector<int> rank_layers(pp, 0);
+  if (l.account_for_embedding || l.account_for_loss) {
+    const int accounted = layers + (l.account_for_embedding ? 1 : 0) + (l.account_for_loss ? 1 : 0);
     if (vp == 1 && accounted % pp != 0) {
       return make_error("number of middle layers: " + num(accounted) +
                         " must be divisible by middle pipeline_model_parallel_size " + num(pp));
@@ -528,19 +542,29 @@ Result<std::vector<VirtualStage>> split_by_flags(const ModelSpec& model, const L
                         " must be divisible byvirtual_pipeline_model_parallel_size" + num(vp));
     }
     for (int& count : rank_layers) count = accounted / pp;
-  } else {
-    if (layers % pp != 0) {
-      return make_error("Number of layers should be divisible by the pipeline-model-parallel size");
-    }
-    if ((layers / pp) % vp != 0) {
-      return make_error("number of layers on each pipeline rank: " + num(layers / pp) +
-                        " must be divisible byvirtual_pipeline_model_parallel_size" + num(vp));
-    }
-    for (int& count : rank_layers) count = layers / pp;
+    return rank_layers;
   }
+  if (layers % pp != 0) {
+    return make_error("Number of layers should be divisible by the pipeline-model-parallel size");
+  }
+  if ((layers / pp) % vp != 0) {
+    return make_error("number of layers on each pipeline rank: " + num(layers / pp) +
+                      " must be divisible byvirtual_pipeline_model_parallel_size" + num(vp));
+  }
+  for (int& count : rank_layers) count = layers / pp;
+  return rank_layers;
+}
 
+Result<std::vector<VirtualStage>> split_by_flags(const ModelSpec& model, const Layout& l, int& vp) {
+  const int pp = l.pp;
+  const bool uneven = l.first_stage_layers_set || l.last_stage_layers_set;
+  if (Status s = check_virtual_stages(l, model.num_layers, vp); !s.ok())
+    return make_error(s.error());
+  auto rank_layers = uneven ? uneven_rank_layers(l, model.num_layers, vp)
+                            : even_rank_layers(l, model.num_layers, vp);
+  if (!rank_layers.ok()) return make_error(rank_layers.error());
   std::vector<VirtualStage> out(pp * vp);
-  for (int i = 0; i < pp * vp; ++i) out[i].decoder_layers = rank_layers[i % pp] / vp;
+  for (int i = 0; i < pp * vp; ++i) out[i].decoder_layers = (*rank_layers)[i % pp] / vp;
   out.front().embedding = true;
   out.back().loss = true;
   if (!uneven) {
@@ -1255,75 +1279,95 @@ Result<ResolvedLayout> resolve_layout(const Workload& w, const Layout& layout) {
   return r;
 }
 
-Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
-  const Layout& d = default_layout();
-  Recipe recipe = base;
-  std::string error;
-  auto remove = [&](std::string_view flag) {
-    if (recipe.flags.contains(str(flag))) (void)remove_flag(recipe, flag);
-  };
-  auto put = [&](std::string_view flag, const std::string& value) {
-    Status s = set_flag(recipe, flag, value);
-    if (!s.ok() && error.empty()) error = s.error();
-  };
-  auto put_int = [&](std::string_view flag, int value, int default_value) {
+namespace {
+
+// Writes a layout's flags into a recipe: a value equal to Megatron's default removes the flag.
+// The first refusal of a value is kept.
+class FlagWriter {
+ public:
+  explicit FlagWriter(Recipe recipe) : recipe_(std::move(recipe)) {}
+  void remove(std::string_view flag) {
+    if (recipe_.flags.contains(str(flag))) (void)remove_flag(recipe_, flag);
+  }
+  void put(std::string_view flag, const std::string& value) {
+    Status s = set_flag(recipe_, flag, value);
+    if (!s.ok() && error_.empty()) error_ = s.error();
+  }
+  void put_int(std::string_view flag, int value, int default_value) {
     if (value == default_value) {
       remove(flag);
     } else {
       put(flag, num(value));
     }
-  };
-  auto put_switch = [&](std::string_view flag, bool on) {
+  }
+  void put_switch(std::string_view flag, bool on) {
     if (on) {
       put(flag, "true");
     } else {
       remove(flag);
     }
-  };
-  put_int(kTp, layout.tp, d.tp);
-  put_int(kPp, layout.pp, d.pp);
-  put_int(kCp, layout.cp, d.cp);
-  put_int(kEp, layout.ep, d.ep);
-  put_int(kEtp, layout.etp, d.etp);
-  put_int(kVirtualStages, layout.virtual_stages, d.virtual_stages);
-  put_int(kLayersPerVirtualStage, layout.layers_per_virtual_stage, d.layers_per_virtual_stage);
+  }
+  Result<Recipe> result() && {
+    if (!error_.empty()) return make_error(error_);
+    return std::move(recipe_);
+  }
+
+ private:
+  Recipe recipe_;
+  std::string error_;
+};
+
+// The parallel degrees, the pipeline's split and the microbatch.
+void write_parallel_layout(const Layout& layout, FlagWriter& w) {
+  const Layout& d = default_layout();
+  w.put_int(kTp, layout.tp, d.tp);
+  w.put_int(kPp, layout.pp, d.pp);
+  w.put_int(kCp, layout.cp, d.cp);
+  w.put_int(kEp, layout.ep, d.ep);
+  w.put_int(kEtp, layout.etp, d.etp);
+  w.put_int(kVirtualStages, layout.virtual_stages, d.virtual_stages);
+  w.put_int(kLayersPerVirtualStage, layout.layers_per_virtual_stage, d.layers_per_virtual_stage);
   if (layout.pipeline_layout.empty()) {
-    remove(kPipelineLayout);
+    w.remove(kPipelineLayout);
   } else {
-    put(kPipelineLayout, layout.pipeline_layout);
+    w.put(kPipelineLayout, layout.pipeline_layout);
   }
   if (layout.first_stage_layers_set) {
-    put(kFirstStageLayers, num(layout.first_stage_layers));
+    w.put(kFirstStageLayers, num(layout.first_stage_layers));
   } else {
-    remove(kFirstStageLayers);
+    w.remove(kFirstStageLayers);
   }
   if (layout.last_stage_layers_set) {
-    put(kLastStageLayers, num(layout.last_stage_layers));
+    w.put(kLastStageLayers, num(layout.last_stage_layers));
   } else {
-    remove(kLastStageLayers);
+    w.remove(kLastStageLayers);
   }
-  put_switch(kAccountEmbedding, layout.account_for_embedding);
-  put_switch(kAccountLoss, layout.account_for_loss);
-  put_switch(kNoOverlapP2p, !layout.overlap_p2p);
-  put_int(kMicroBatch, layout.micro_batch_size, d.micro_batch_size);
-  put_switch(kSequenceParallel, layout.sequence_parallel);
-  put_switch(kTpCommOverlap, layout.tp_comm_overlap);
+  w.put_switch(kAccountEmbedding, layout.account_for_embedding);
+  w.put_switch(kAccountLoss, layout.account_for_loss);
+  w.put_switch(kNoOverlapP2p, !layout.overlap_p2p);
+  w.put_int(kMicroBatch, layout.micro_batch_size, d.micro_batch_size);
+  w.put_switch(kSequenceParallel, layout.sequence_parallel);
+  w.put_switch(kTpCommOverlap, layout.tp_comm_overlap);
+}
 
-  remove(kRecomputeActivations);
-  remove(kMoeLayerRecompute);
+// Recomputation: granularity, method, layer count and modules.
+void write_recompute(const Layout& layout, FlagWriter& w) {
+  const Layout& d = default_layout();
+  w.remove(kRecomputeActivations);
+  w.remove(kMoeLayerRecompute);
   if (layout.recompute == RecomputeGranularity::kNone) {
-    remove(kRecomputeGranularity);
+    w.remove(kRecomputeGranularity);
   } else {
-    put(kRecomputeGranularity, str(kGranularityNames[static_cast<int>(layout.recompute)]));
+    w.put(kRecomputeGranularity, str(kGranularityNames[static_cast<int>(layout.recompute)]));
   }
   if (layout.recompute_method == RecomputeMethod::kNone) {
-    remove(kRecomputeMethod);
+    w.remove(kRecomputeMethod);
   } else {
-    put(kRecomputeMethod, str(kMethodNames[static_cast<int>(layout.recompute_method)]));
+    w.put(kRecomputeMethod, str(kMethodNames[static_cast<int>(layout.recompute_method)]));
   }
-  put_int(kRecomputeNumLayers, layout.recompute_num_layers, d.recompute_num_layers);
+  w.put_int(kRecomputeNumLayers, layout.recompute_num_layers, d.recompute_num_layers);
   if (layout.recompute_modules == d.recompute_modules && layout.unknown_recompute_modules.empty()) {
-    remove(kRecomputeModules);
+    w.remove(kRecomputeModules);
   } else {
     std::string modules;
     for (const ModuleName& module : kRecomputeModuleNames) {
@@ -1334,57 +1378,75 @@ Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
     if (!layout.unknown_recompute_modules.empty()) {
       append_word(modules, layout.unknown_recompute_modules, " ");
     }
-    put(kRecomputeModules, modules);
+    w.put(kRecomputeModules, modules);
   }
+}
 
-  put(kDispatcher, str(kDispatcherNames[static_cast<int>(layout.dispatcher)]));
-  if (layout.dispatcher == d.dispatcher) remove(kDispatcher);
-  remove(kEnableDeepep);
+// The token dispatcher and its backend, and the communication and optimizer overlaps.
+void write_dispatch_and_overlaps(const Layout& layout, FlagWriter& w) {
+  const Layout& d = default_layout();
+  w.put(kDispatcher, str(kDispatcherNames[static_cast<int>(layout.dispatcher)]));
+  if (layout.dispatcher == d.dispatcher) w.remove(kDispatcher);
+  w.remove(kEnableDeepep);
   if (layout.flex_backend == d.flex_backend) {
-    remove(kFlexBackend);
+    w.remove(kFlexBackend);
   } else {
-    put(kFlexBackend, str(kBackendNames[static_cast<int>(layout.flex_backend)]));
+    w.put(kFlexBackend, str(kBackendNames[static_cast<int>(layout.flex_backend)]));
   }
   // The budget per EP rank is the base recipe's value; it goes with a backend that cannot use it.
   if (!layout.expert_rank_budget || (layout.flex_backend != FlexBackend::kHybridep &&
                                      layout.flex_backend != FlexBackend::kNcclep)) {
-    remove(kExpertRankBudget);
+    w.remove(kExpertRankBudget);
   }
-  put_switch(kEpOverlap, layout.ep_overlap);
-  put_switch(kDelayWgrad, layout.delay_wgrad_compute);
-  put_switch(kSharedExpertOverlap, layout.shared_expert_overlap);
-  put_switch(kOverlapGradReduce, layout.overlap_grad_reduce);
-  put_switch(kOverlapParamGather, layout.overlap_param_gather);
-  put_switch(kCpuOffload, layout.optimizer_cpu_offload);
-  put_switch(kOverlapCpuCopies, layout.overlap_cpu_optimizer_d2h_h2d);
+  w.put_switch(kEpOverlap, layout.ep_overlap);
+  w.put_switch(kDelayWgrad, layout.delay_wgrad_compute);
+  w.put_switch(kSharedExpertOverlap, layout.shared_expert_overlap);
+  w.put_switch(kOverlapGradReduce, layout.overlap_grad_reduce);
+  w.put_switch(kOverlapParamGather, layout.overlap_param_gather);
+  w.put_switch(kCpuOffload, layout.optimizer_cpu_offload);
+  w.put_switch(kOverlapCpuCopies, layout.overlap_cpu_optimizer_d2h_h2d);
   // A default the base writes out is dropped like any other; rule 2 and the duplicate check
   // compare the values Megatron uses (gate::effective_changes), so that is no change.
   if (layout.optimizer_offload_fraction == d.optimizer_offload_fraction) {
-    remove(kOffloadFraction);
+    w.remove(kOffloadFraction);
   } else {
-    put(kOffloadFraction, std::to_string(layout.optimizer_offload_fraction));
+    w.put(kOffloadFraction, std::to_string(layout.optimizer_offload_fraction));
   }
+}
+
+// CUDA graphs: implementation and captured modules.
+void write_cuda_graphs(const Layout& layout, FlagWriter& w) {
+  const Layout& d = default_layout();
   // A recipe that names its graphs with a deprecated alias keeps it.
   if (!layout.deprecated_cuda_graph_flag) {
-    remove(kEnableCudaGraph);
-    remove(kExternalCudaGraph);
+    w.remove(kEnableCudaGraph);
+    w.remove(kExternalCudaGraph);
     if (layout.cuda_graph == d.cuda_graph) {
-      remove(kCudaGraphImpl);
+      w.remove(kCudaGraphImpl);
     } else {
-      put(kCudaGraphImpl, str(kGraphImplNames[static_cast<int>(layout.cuda_graph)]));
+      w.put(kCudaGraphImpl, str(kGraphImplNames[static_cast<int>(layout.cuda_graph)]));
     }
   }
   if (layout.cuda_graph_modules == d.cuda_graph_modules) {
-    remove(kCudaGraphModules);
+    w.remove(kCudaGraphModules);
   } else {
     std::string modules;
     for (const ModuleName& module : kGraphModuleNames) {
       if (layout.cuda_graph_modules & module.bit) append_word(modules, module.name, " ");
     }
-    put(kCudaGraphModules, modules);
+    w.put(kCudaGraphModules, modules);
   }
-  if (!error.empty()) return make_error(error);
-  return recipe;
+}
+
+}  // namespace
+
+Result<Recipe> apply_layout(const Recipe& base, const Layout& layout) {
+  FlagWriter w(base);
+  write_parallel_layout(layout, w);
+  write_recompute(layout, w);
+  write_dispatch_and_overlaps(layout, w);
+  write_cuda_graphs(layout, w);
+  return std::move(w).result();
 }
 
 std::string layout_summary(const ResolvedLayout& r) {

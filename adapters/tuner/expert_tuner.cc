@@ -611,12 +611,100 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
 }
 
 // Every admissible single-lever candidate from `parent`, scored by the estimator.
+// The layout candidates of one parent: each sweep entry made a candidate, with its plan of a
+// second launch where one is worth more (more rows per microbatch, or a full recomputation
+// relaxed).
+struct LayoutProposer {
+  Context& c;
+  const Recipe& parent_recipe;
+  RunId parent;
+  const sim::ResolvedLayout& parent_resolved;
+  const sim::Layout& decoded_parent;
+  const Result<sim::Layout>& decoded_baseline;
+  double base = 0;  // the parent's estimated tokens/s/GPU
+  std::vector<Candidate>& out;
+
+  // From a parent that recomputes fully (a rule-5 retry): the layout's gain once its
+  // recomputation is relaxed to the fastest lighter one that fits (none, selective, or the
+  // moe_act variants); the recompute lever does it at the next step.
+  std::optional<double> relaxed_gain(const sim::Layout& layout) const {
+    if (parent_resolved.layout.recompute != sim::RecomputeGranularity::kFull ||
+        !decoded_baseline.ok() || decoded_baseline->recompute == sim::RecomputeGranularity::kFull) {
+      return std::nullopt;
+    }
+    const std::optional<Valued> relaxed = fastest_relaxed(c, parent_recipe, layout);
+    if (!relaxed) return std::nullopt;
+    return relaxed->prediction.tokens_per_s_per_gpu / base - 1;
+  }
+
+  // A layout's gain over the parent once it takes more rows per microbatch, where the policy
+  // lets them change: the pair is a plan of two launches.
+  std::optional<double> micro_batch_gain(const Recipe& recipe, const sim::Layout& layout) const {
+    if (c.micro_batch_sizes.empty()) return std::nullopt;
+    auto more = fastest_value(c, recipe, layout, "micro-batch", [&](const sim::Layout& value) {
+      return value.micro_batch_size > layout.micro_batch_size;
+    });
+    if (!more) return std::nullopt;
+    return more->prediction.tokens_per_s_per_gpu / base - 1;
+  }
+
+  // Replaces the candidate's own gain by a plan's where the plan is worth more.
+  void plan_second_launch(Candidate& cand, const CatalogLever* lever,
+                          const sim::Layout& layout) const {
+    const std::optional<double> relaxed = relaxed_gain(layout);
+    const std::optional<double> more_rows = micro_batch_gain(cand.recipe, layout);
+    if (more_rows && *more_rows * kOomPlanDiscount > cand.expected_gain &&
+        (!relaxed || *more_rows > *relaxed)) {
+      cand.planned_gain = *more_rows * kOomPlanDiscount;
+      cand.score = cand.planned_gain * confidence_of(c, lever, "");
+      cand.rule = std::string(kMicroBatchPlan) + ": this layout at more rows per microbatch (" +
+                  percent(*more_rows) +
+                  " over the parent); the rows-per-microbatch lever takes it next";
+      return;
+    }
+    if (relaxed && *relaxed * kOomPlanDiscount > cand.expected_gain) {
+      cand.planned_gain = *relaxed * kOomPlanDiscount;
+      cand.score = cand.planned_gain * confidence_of(c, lever, "");
+      cand.rule = std::string(kRelaxPlan) +
+                  ": this layout fits without the parent's full recomputation (" +
+                  percent(*relaxed) +
+                  " over the parent once relaxed); the recompute lever "
+                  "relaxes it next";
+    }
+  }
+
+  void add(const sim::SweepEntry& entry, bool needs_retry) {
+    sim::Layout layout = entry.layout.layout;
+    if (needs_retry) copy_move_fields(layout, decoded_parent, "recompute");
+    auto recipe = sim::apply_layout(parent_recipe, layout);
+    if (!recipe.ok()) return;
+    auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
+    if (!cand) return;
+    const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
+    if (!p.valid) return;  // infeasible: scores zero without a launch
+    if (!needs_retry && !fits(p, c.evidence.memory_margin)) return;
+    if (needs_retry && (fits(p, 0.0) || !fits(entry.prediction, c.evidence.memory_margin))) return;
+    auto to = resolved_of(c.w, cand->recipe);
+    if (!to) return;
+    cand->lever = layout_lever_name(c.w, parent_resolved, *to);
+    cand->degrees = changed_degrees(parent_resolved, *to);
+    const CatalogLever* lever = find_lever(c.catalog, cand->lever);
+    cand->mechanism = lever ? lever->mechanism : "parallel layout";
+    cand->expected_gain = entry.prediction.tokens_per_s_per_gpu / base - 1;
+    cand->needs_retry = needs_retry;
+    cand->score =
+        cand->expected_gain * confidence_of(c, lever, "") * (needs_retry ? kOomPlanDiscount : 1.0);
+    cand->rule = needs_retry ? kRule5Plan : "";
+    if (!needs_retry) plan_second_launch(*cand, lever, layout);
+    out.push_back(std::move(*cand));
+  }
+};
+
 std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, RunId parent) {
   std::vector<Candidate> out;
   auto parent_resolved = resolved_of(c.w, parent_recipe);
   const sim::Prediction parent_p = sim::predict_on_stack(c.w, parent_recipe, c.stack);
   if (!parent_resolved || !parent_p.valid || parent_p.tokens_per_s_per_gpu <= 0) return out;
-  const double base = parent_p.tokens_per_s_per_gpu;
   const sim::Layout& pl = parent_resolved->layout;
   auto decoded_parent = sim::decode_layout(c.w, parent_recipe);
   if (!decoded_parent.ok()) return out;
@@ -643,84 +731,24 @@ std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, 
   if (full_recipe.ok() && pl.recompute != sim::RecomputeGranularity::kFull) {
     saved = layout_sweep(c, full_recipe.value(), options);
   }
-  // From a parent that recomputes fully (a rule-5 retry): the layout's gain once its
-  // recomputation is relaxed to the fastest lighter one that fits (none, selective, or the
-  // moe_act variants); the recompute lever does it at the next step.
-  auto decoded_baseline = sim::decode_layout(c.w, c.baseline);
-  auto relaxed_gain = [&](const sim::Layout& layout) -> std::optional<double> {
-    if (pl.recompute != sim::RecomputeGranularity::kFull || !decoded_baseline.ok() ||
-        decoded_baseline->recompute == sim::RecomputeGranularity::kFull) {
-      return std::nullopt;
-    }
-    const std::optional<Valued> relaxed = fastest_relaxed(c, parent_recipe, layout);
-    if (!relaxed) return std::nullopt;
-    return relaxed->prediction.tokens_per_s_per_gpu / base - 1;
-  };
-  // A layout's gain over the parent once it takes more rows per microbatch, where the policy
-  // lets them change: the pair is a plan of two launches.
-  auto micro_batch_gain = [&](const Recipe& recipe,
-                              const sim::Layout& layout) -> std::optional<double> {
-    if (c.micro_batch_sizes.empty()) return std::nullopt;
-    auto more = fastest_value(c, recipe, layout, "micro-batch", [&](const sim::Layout& value) {
-      return value.micro_batch_size > layout.micro_batch_size;
-    });
-    if (!more) return std::nullopt;
-    return more->prediction.tokens_per_s_per_gpu / base - 1;
-  };
-  auto add_layout = [&](const sim::SweepEntry& entry, bool needs_retry) {
-    sim::Layout layout = entry.layout.layout;
-    if (needs_retry) copy_move_fields(layout, decoded_parent.value(), "recompute");
-    auto recipe = sim::apply_layout(parent_recipe, layout);
-    if (!recipe.ok()) return;
-    auto cand = admissible(c, parent_recipe, parent, std::move(recipe).value());
-    if (!cand) return;
-    const sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
-    if (!p.valid) return;  // infeasible: scores zero without a launch
-    if (!needs_retry && !fits(p, c.evidence.memory_margin)) return;
-    if (needs_retry && (fits(p, 0.0) || !fits(entry.prediction, c.evidence.memory_margin))) return;
-    auto to = resolved_of(c.w, cand->recipe);
-    if (!to) return;
-    cand->lever = layout_lever_name(c.w, *parent_resolved, *to);
-    cand->degrees = changed_degrees(*parent_resolved, *to);
-    const CatalogLever* lever = find_lever(c.catalog, cand->lever);
-    cand->mechanism = lever ? lever->mechanism : "parallel layout";
-    cand->expected_gain = entry.prediction.tokens_per_s_per_gpu / base - 1;
-    cand->needs_retry = needs_retry;
-    cand->score =
-        cand->expected_gain * confidence_of(c, lever, "") * (needs_retry ? kOomPlanDiscount : 1.0);
-    cand->rule = needs_retry ? kRule5Plan : "";
-    const std::optional<double> relaxed = needs_retry ? std::nullopt : relaxed_gain(layout);
-    const std::optional<double> more_rows =
-        needs_retry ? std::nullopt : micro_batch_gain(cand->recipe, layout);
-    if (more_rows && *more_rows * kOomPlanDiscount > cand->expected_gain &&
-        (!relaxed || *more_rows > *relaxed)) {
-      cand->planned_gain = *more_rows * kOomPlanDiscount;
-      cand->score = cand->planned_gain * confidence_of(c, lever, "");
-      cand->rule = std::string(kMicroBatchPlan) + ": this layout at more rows per microbatch (" +
-                   percent(*more_rows) +
-                   " over the parent); the rows-per-microbatch lever takes it next";
-      out.push_back(std::move(*cand));
-      return;
-    }
-    if (relaxed && *relaxed * kOomPlanDiscount > cand->expected_gain) {
-      cand->planned_gain = *relaxed * kOomPlanDiscount;
-      cand->score = cand->planned_gain * confidence_of(c, lever, "");
-      cand->rule = std::string(kRelaxPlan) +
-                   ": this layout fits without the parent's full recomputation (" +
-                   percent(*relaxed) +
-                   " over the parent once relaxed); the recompute lever "
-                   "relaxes it next";
-    }
-    out.push_back(std::move(*cand));
-  };
+  const auto decoded_baseline = sim::decode_layout(c.w, c.baseline);
+  LayoutProposer proposer{c,
+                          parent_recipe,
+                          parent,
+                          *parent_resolved,
+                          decoded_parent.value(),
+                          decoded_baseline,
+                          parent_p.tokens_per_s_per_gpu,
+                          out};
   if (plain.ok()) {
-    for (const sim::SweepEntry& entry : plain->best) add_layout(entry, false);
+    for (const sim::SweepEntry& entry : plain->best) proposer.add(entry, false);
   }
   if (saved.ok()) {
-    for (const sim::SweepEntry& entry : saved->best) add_layout(entry, true);
+    for (const sim::SweepEntry& entry : saved->best) proposer.add(entry, true);
   }
 
-  move_candidates(c, parent_recipe, parent, decoded_parent.value(), with_full, base, out);
+  move_candidates(c, parent_recipe, parent, decoded_parent.value(), with_full,
+                  parent_p.tokens_per_s_per_gpu, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   return out;

@@ -282,44 +282,72 @@ void copy_move_fields(sim::Layout& into, const sim::Layout& from, const std::str
 }
 
 // The values a non-layout move can take from `parent` on `stack`.
+// The recomputations other than the parent's: none, selective attention, the expert
+// activations' variants on a MoE model, and full.
+std::vector<sim::Layout> recompute_values(const sim::Layout& parent, bool moe) {
+  std::vector<sim::Layout> out;
+  auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
+  sim::Layout none = parent;
+  none.recompute = sim::RecomputeGranularity::kNone;
+  none.recompute_method = sim::RecomputeMethod::kNone;
+  none.recompute_num_layers = 0;
+  sim::Layout selective = none;
+  selective.recompute = sim::RecomputeGranularity::kSelective;
+  selective.recompute_modules = sim::kRecomputeCoreAttn;
+  sim::Layout full = none;
+  full.recompute = sim::RecomputeGranularity::kFull;
+  full.recompute_method = sim::RecomputeMethod::kUniform;
+  full.recompute_num_layers = 1;
+  std::vector<sim::Layout> values = {none, selective};
+  if (moe) {
+    // The expert activations are the largest activations of a MoE layer: recomputing them
+    // (Megatron's moe_act module) saves most of what full recomputation saves, at a fraction of
+    // its cost.
+    const std::uint32_t moe_act = sim::kRecomputeMoeAct;
+    for (const std::uint32_t modules :
+         {moe_act, moe_act | sim::kRecomputeCoreAttn, moe_act | sim::kRecomputeLayernorm}) {
+      sim::Layout l = selective;
+      l.recompute_modules = modules;
+      values.push_back(l);
+    }
+  }
+  values.push_back(full);
+  for (const sim::Layout& l : values) {
+    if (l.recompute != parent.recompute || (l.recompute == sim::RecomputeGranularity::kSelective &&
+                                            l.recompute_modules != parent.recompute_modules)) {
+      push(l);
+    }
+  }
+  return out;
+}
+
+// The data-parallel overlaps one flag at a time, in the order Megatron allows: the parameter
+// all-gather overlap needs the gradient-reduce overlap (and the distributed optimizer).
+std::vector<sim::Layout> dp_overlap_values(const sim::Layout& parent) {
+  std::vector<sim::Layout> out;
+  auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
+  sim::Layout l = parent;
+  if (parent.overlap_param_gather) {
+    l.overlap_param_gather = false;
+  } else if (parent.overlap_grad_reduce && parent.distributed_optimizer) {
+    sim::Layout on = parent;
+    on.overlap_param_gather = true;
+    push(on);
+    l.overlap_grad_reduce = false;
+  } else {
+    l.overlap_grad_reduce = !parent.overlap_grad_reduce;
+  }
+  push(l);
+  return out;
+}
+
 std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::StackProfile& stack,
                                      const sim::Layout& parent, const std::string& move) {
   std::vector<sim::Layout> out;
   const bool moe = w.model.num_experts > 0;
   auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
   if (move == "recompute") {
-    sim::Layout none = parent;
-    none.recompute = sim::RecomputeGranularity::kNone;
-    none.recompute_method = sim::RecomputeMethod::kNone;
-    none.recompute_num_layers = 0;
-    sim::Layout selective = none;
-    selective.recompute = sim::RecomputeGranularity::kSelective;
-    selective.recompute_modules = sim::kRecomputeCoreAttn;
-    sim::Layout full = none;
-    full.recompute = sim::RecomputeGranularity::kFull;
-    full.recompute_method = sim::RecomputeMethod::kUniform;
-    full.recompute_num_layers = 1;
-    std::vector<sim::Layout> values = {none, selective};
-    if (moe) {
-      // The expert activations are the largest activations of a MoE layer: recomputing them
-      // (Megatron's moe_act module) saves most of what full recomputation saves, at a fraction of
-      // its cost.
-      const std::uint32_t moe_act = sim::kRecomputeMoeAct;
-      for (const std::uint32_t modules :
-           {moe_act, moe_act | sim::kRecomputeCoreAttn, moe_act | sim::kRecomputeLayernorm}) {
-        sim::Layout l = selective;
-        l.recompute_modules = modules;
-        values.push_back(l);
-      }
-    }
-    values.push_back(full);
-    for (const sim::Layout& l : values) {
-      if (l.recompute != parent.recompute ||
-          (l.recompute == sim::RecomputeGranularity::kSelective &&
-           l.recompute_modules != parent.recompute_modules)) {
-        push(l);
-      }
-    }
+    out = recompute_values(parent, moe);
   } else if (move == "dispatcher" && moe) {
     for (sim::Dispatcher d :
          {sim::Dispatcher::kFlex, sim::Dispatcher::kAlltoall, sim::Dispatcher::kAllgather}) {
@@ -352,20 +380,7 @@ std::vector<sim::Layout> move_values(const sim::Workload& w, const sim::StackPro
       push(l);
     }
   } else if (move == "dp-overlap") {
-    // One flag at a time, in the order Megatron allows: the parameter all-gather overlap needs
-    // the gradient-reduce overlap (and the distributed optimizer).
-    sim::Layout l = parent;
-    if (parent.overlap_param_gather) {
-      l.overlap_param_gather = false;
-    } else if (parent.overlap_grad_reduce && parent.distributed_optimizer) {
-      sim::Layout on = parent;
-      on.overlap_param_gather = true;
-      push(on);
-      l.overlap_grad_reduce = false;
-    } else {
-      l.overlap_grad_reduce = !parent.overlap_grad_reduce;
-    }
-    push(l);
+    out = dp_overlap_values(parent);
   } else if (move == "ep-overlap" && moe && parent.ep > 1) {
     sim::Layout l = parent;
     l.ep_overlap = !parent.ep_overlap;

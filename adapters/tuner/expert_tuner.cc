@@ -31,6 +31,9 @@ constexpr std::string_view kMicroBatchPlan = "rows per microbatch next";
 constexpr double kOomPlanDiscount = 0.8;  // a plan of two launches (a rule-5 retry, a next step)
 constexpr double kOffDiagnosisConfidence = 0.6;
 constexpr double kUnclearBottleneckRatio = 0.8;  // second cost within this of the first
+// Rule 4's feasible limit for a lever probed on the leader: a lever whose target costs, at this
+// many times the estimate, stay below the noise band cannot clear it, even by removing them.
+constexpr double kProbeCeilingFactor = 2.0;
 constexpr int kLayoutCandidatesMax = 60;
 constexpr std::size_t kSweepsCachedMax = 64;
 
@@ -980,10 +983,74 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, const Reci
   return follow_plans(c, leader_p, min_gain);
 }
 
+// The share of the leader's estimated step that a lever's target costs (its catalog tags) take:
+// the most the lever can gain by removing them. Unbounded (1) for a tag that names no cost of the
+// step, such as compute; a fitting leader is never short of memory.
+double target_share(const CatalogLever& lever, const sim::Prediction& leader) {
+  const sim::Breakdown& b = leader.breakdown;
+  double share = 0;
+  for (const Bottleneck tag : lever.helps_when) {
+    switch (tag) {
+      case Bottleneck::kEpA2a:
+      case Bottleneck::kEpA2aCrossNode:
+        share += b.ep_a2a_s;
+        break;
+      case Bottleneck::kTpComm:
+        share += b.tp_comm_s;
+        break;
+      case Bottleneck::kCpComm:
+        share += b.cp_comm_s;
+        break;
+      case Bottleneck::kPpP2p:
+        share += b.pp_p2p_s;
+        break;
+      case Bottleneck::kBubble:
+        share += b.bubble_s;
+        break;
+      case Bottleneck::kDpComm:
+        share += b.dp_comm_s;
+        break;
+      case Bottleneck::kOptimizer:
+      case Bottleneck::kOptimizerOffload:
+        share += b.optimizer_s;
+        break;
+      case Bottleneck::kRecompute:
+        share += b.recompute_s;
+        break;
+      case Bottleneck::kHost:
+        share += b.host_s;
+        break;
+      case Bottleneck::kMemoryShort:
+        break;
+      case Bottleneck::kCompute:
+      case Bottleneck::kInvalid:
+        return 1.0;
+    }
+  }
+  return share / std::max(leader.step_time_s, 1e-12);
+}
+
+// The catalog levers of `ranked` (other than layouts) at their feasible limit on the leader: their
+// target costs, at kProbeCeilingFactor times the estimate, stay below the noise band, so no value
+// of them can clear it. Rule 4 counts them as ruled out without a launch.
+std::set<std::string> levers_at_feasible_limit(const Context& c,
+                                               const std::vector<Candidate>& ranked,
+                                               const Recipe& leader, double band) {
+  std::set<std::string> out;
+  const sim::Prediction estimate = sim::predict_on_stack(c.w, leader, c.stack);
+  if (!estimate.valid) return out;
+  for (const Candidate& cand : ranked) {
+    const CatalogLever* lever = find_lever(c.catalog, cand.lever);
+    if (cand.set == "parallel-layout" || lever == nullptr) continue;
+    if (kProbeCeilingFactor * target_share(*lever, estimate) < band) out.insert(lever->name);
+  }
+  return out;
+}
+
 // Rule 4: probe every parallel degree before the topology counts as exhausted, and count a lever
 // as ruled out on the leader only once a second value of it was measured.
 std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Candidate>& ranked,
-                                          RunId leader_id) {
+                                          RunId leader_id, const std::set<std::string>& at_limit) {
   for (const std::string& degree : h.degrees) {
     if (h.probed.contains(degree)) continue;
     for (const Candidate& cand : ranked) {
@@ -997,7 +1064,7 @@ std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Ca
   }
   const auto tried = h.levers_tried_on.find(leader_id);
   for (const Candidate& cand : ranked) {
-    if (cand.set == "parallel-layout" ||
+    if (cand.set == "parallel-layout" || at_limit.contains(cand.lever) ||
         (tried != h.levers_tried_on.end() && tried->second.contains(cand.set))) {
       continue;
     }
@@ -1086,7 +1153,8 @@ double in_flight_expected_gain(const Context& c, const Recipe& leader) {
 }
 
 TunerStop stop_with_evidence(const Context& c, const History& h,
-                             const std::vector<Candidate>& ranked, RunId leader_id, double band) {
+                             const std::vector<Candidate>& ranked, RunId leader_id, double band,
+                             const std::set<std::string>& at_limit) {
   TunerStop stop;
   std::ostringstream evidence;
   evidence << "leader run " << leader_id << " at " << percent(c.state.view.leader.gain_fraction)
@@ -1095,6 +1163,11 @@ TunerStop stop_with_evidence(const Context& c, const History& h,
   if (!ranked.empty()) {
     evidence << "; best remaining " << ranked.front().lever << " expected "
              << percent(ranked.front().expected_gain);
+  }
+  if (!at_limit.empty()) {
+    std::string names;
+    for (const std::string& name : at_limit) names += (names.empty() ? "" : ",") + name;
+    evidence << "; at their feasible limit (target costs below half the band): {" << names << "}";
   }
   evidence << "; " << h.rules;
   if (!c.evidence.summary.empty()) evidence << "; " << c.evidence.summary;
@@ -1158,11 +1231,14 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   // Nothing expected to clear the band, or only candidates that wait for runs in flight. Wait for
   // those: they may move the leader.
   if (state.runs_in_flight() > 0) return TunerWait{};
-  if (auto probe = probe_unexplored(h, ranked, leader_id)) return to_proposal(c, *probe, h.rules);
+  const std::set<std::string> at_limit = levers_at_feasible_limit(c, ranked, leader, band);
+  if (auto probe = probe_unexplored(h, ranked, leader_id, at_limit)) {
+    return to_proposal(c, *probe, h.rules);
+  }
   if (auto retest = retest_winners(c, leader, leader_id, band)) {
     return to_proposal(c, *retest, h.rules);
   }
-  return stop_with_evidence(c, h, ranked, leader_id, band);
+  return stop_with_evidence(c, h, ranked, leader_id, band, at_limit);
 }
 
 }  // namespace attune

@@ -15,8 +15,11 @@
 //   3. flag classes come from the gate's classification: a candidate the policy's configuration
 //      check refuses is never proposed;
 //   4. a lever is ruled out only after two of its values were measured on the same recipe (the
-//      parent's and one more) or it has no other feasible value; the topology only after TP, PP,
-//      EP (MoE models), CP and DP were each probed;
+//      parent's and one more) or it is at its feasible limit: it has no other feasible value, or
+//      the costs it targets (its catalog tags) take so little of the leader's estimated step that
+//      even at twice the estimate they stay below the noise band, so no value of it can clear it
+//      (the stop record names these levers); the topology only after TP, PP, EP (MoE models), CP
+//      and DP were each probed;
 //   5. a new layout starts without memory savings beyond the parent's, and a layout that runs
 //      out of memory is retried with full recomputation before it is ruled out;
 //   6. once the layout stops changing, levers that won on earlier layouts are re-tested on the

@@ -146,6 +146,27 @@ TEST_F(ExpertCampaign, KeepsAnExpertTunedRecipeWhereNothingClearsTheBand) {
   EXPECT_TRUE(summary["shipped"]["is_baseline"].get<bool>()) << summary["shipped"].dump();
   // It measured before it gave up: at least two values of a lever on the same recipe.
   EXPECT_GE(of_type(events, "RunMeasured").size(), 7u);
+  // Rule 4's feasible limit: the levers whose target costs stay below half the band on the
+  // leader are named in the stop record and were not launched from it.
+  const std::vector<nlohmann::json> stops = of_type(events, "StopRecorded");
+  ASSERT_EQ(stops.size(), 1u);
+  const std::string evidence = stops.front()["body"]["evidence"].get<std::string>();
+  const auto leader = stops.front()["body"]["leader_run_id"];
+  const std::string marker = "at their feasible limit (target costs below half the band): {";
+  const std::size_t at = evidence.find(marker);
+  ASSERT_NE(at, std::string::npos) << evidence;
+  const std::size_t end = evidence.find('}', at);
+  std::set<std::string> at_limit;
+  std::istringstream names(evidence.substr(at + marker.size(), end - at - marker.size()));
+  for (std::string name; std::getline(names, name, ',');) at_limit.insert(name);
+  EXPECT_FALSE(at_limit.empty()) << evidence;
+  for (const auto& proposed : of_type(events, "CandidateProposed")) {
+    const auto& body = proposed["body"];
+    if (body["purpose"] != "search" || body["parent_run_id"] != leader) continue;
+    const std::string mechanism = body["hypothesis"]["mechanism"].get<std::string>();
+    const std::string lever = mechanism.substr(0, mechanism.find(':'));
+    EXPECT_FALSE(at_limit.contains(lever)) << mechanism;
+  }
 }
 
 }  // namespace

@@ -120,20 +120,14 @@ std::string cost_text(const Cost& cost, double step) {
   return std::string(tag_of(cost.second)) + " " + percent(cost.first / step) + " of the step";
 }
 
-ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const sim::StackProfile& stack,
-                                  const Recipe& recipe) {
-  const sim::Prediction p = sim::predict_on_stack(w, recipe, stack);
-  ExpertDiagnosis d;
-  if (!p.valid) {
-    d.bottleneck = Bottleneck::kInvalid;
-    d.text = "the estimator cannot read the leader's layout: " + p.error;
-    return d;
-  }
+// The exposed costs of a prediction of `recipe`, each with the bottleneck it names.
+std::vector<Cost> exposed_costs(const sim::Workload& w, const Recipe& recipe,
+                                const sim::Prediction& p) {
   auto resolved = resolved_of(w, recipe);
   const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
   const bool offload = resolved && resolved->layout.optimizer_cpu_offload;
   const sim::Breakdown& b = p.breakdown;
-  std::vector<Cost> costs = {
+  return {
       {b.ep_a2a_s, cross ? Bottleneck::kEpA2aCrossNode : Bottleneck::kEpA2a},
       {b.tp_comm_s, Bottleneck::kTpComm},
       {b.cp_comm_s, Bottleneck::kCpComm},
@@ -144,6 +138,18 @@ ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const sim::StackProfil
       {b.recompute_s, Bottleneck::kRecompute},
       {b.host_s, Bottleneck::kHost},
   };
+}
+
+ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const sim::StackProfile& stack,
+                                  const Recipe& recipe) {
+  const sim::Prediction p = sim::predict_on_stack(w, recipe, stack);
+  ExpertDiagnosis d;
+  if (!p.valid) {
+    d.bottleneck = Bottleneck::kInvalid;
+    d.text = "the estimator cannot read the leader's layout: " + p.error;
+    return d;
+  }
+  std::vector<Cost> costs = exposed_costs(w, recipe, p);
   std::stable_sort(costs.begin(), costs.end(),
                    [](const Cost& a, const Cost& c) { return a.first > c.first; });
   const double step = std::max(p.step_time_s, 1e-12);
@@ -984,50 +990,17 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, const Reci
 }
 
 // The share of the leader's estimated step that a lever's target costs (its catalog tags) take:
-// the most the lever can gain by removing them. Unbounded (1) for a tag that names no cost of the
-// step, such as compute; a fitting leader is never short of memory.
-double target_share(const CatalogLever& lever, const sim::Prediction& leader) {
-  const sim::Breakdown& b = leader.breakdown;
+// the most the lever can gain by removing them. Unbounded (1) for compute, which is no exposed
+// cost; a leader that ran is never short of memory.
+double target_share(const CatalogLever& lever, const std::vector<Cost>& costs, double step_s) {
   double share = 0;
   for (const Bottleneck tag : lever.helps_when) {
-    switch (tag) {
-      case Bottleneck::kEpA2a:
-      case Bottleneck::kEpA2aCrossNode:
-        share += b.ep_a2a_s;
-        break;
-      case Bottleneck::kTpComm:
-        share += b.tp_comm_s;
-        break;
-      case Bottleneck::kCpComm:
-        share += b.cp_comm_s;
-        break;
-      case Bottleneck::kPpP2p:
-        share += b.pp_p2p_s;
-        break;
-      case Bottleneck::kBubble:
-        share += b.bubble_s;
-        break;
-      case Bottleneck::kDpComm:
-        share += b.dp_comm_s;
-        break;
-      case Bottleneck::kOptimizer:
-      case Bottleneck::kOptimizerOffload:
-        share += b.optimizer_s;
-        break;
-      case Bottleneck::kRecompute:
-        share += b.recompute_s;
-        break;
-      case Bottleneck::kHost:
-        share += b.host_s;
-        break;
-      case Bottleneck::kMemoryShort:
-        break;
-      case Bottleneck::kCompute:
-      case Bottleneck::kInvalid:
-        return 1.0;
+    if (tag == Bottleneck::kCompute || tag == Bottleneck::kInvalid) return 1.0;
+    for (const Cost& cost : costs) {
+      if (helps_under(tag, cost.second)) share += cost.first;
     }
   }
-  return share / std::max(leader.step_time_s, 1e-12);
+  return share / std::max(step_s, 1e-12);
 }
 
 // The catalog levers of `ranked` (other than layouts) at their feasible limit on the leader: their
@@ -1039,10 +1012,13 @@ std::set<std::string> levers_at_feasible_limit(const Context& c,
   std::set<std::string> out;
   const sim::Prediction estimate = sim::predict_on_stack(c.w, leader, c.stack);
   if (!estimate.valid) return out;
+  const std::vector<Cost> costs = exposed_costs(c.w, leader, estimate);
   for (const Candidate& cand : ranked) {
     const CatalogLever* lever = find_lever(c.catalog, cand.lever);
     if (cand.set == "parallel-layout" || lever == nullptr) continue;
-    if (kProbeCeilingFactor * target_share(*lever, estimate) < band) out.insert(lever->name);
+    if (kProbeCeilingFactor * target_share(*lever, costs, estimate.step_time_s) < band) {
+      out.insert(lever->name);
+    }
   }
   return out;
 }

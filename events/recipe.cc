@@ -339,8 +339,82 @@ std::string command_text(const std::vector<std::string>& words) {
   return text;
 }
 
-std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recipe) {
+// One flag at words[i] and the words that belong to it, into `recipe`; `i` moves past them.
+// `seen` holds the settings already given, keyed by their canonical spelling.
+std::optional<Failure> read_flag(const std::vector<Word>& words, std::size_t& i,
+                                 std::map<std::string, FirstSeen>& seen, Recipe& recipe) {
   const ArgCatalog& catalog = ArgCatalog::megatron();
+  const Word& word = words[i];
+  const std::string& text = word.text;
+  // A word after ';' begins another command: never a flag's value.
+  const auto after_semicolon = [&](std::size_t at) { return at > 0 && words[at - 1].semicolon; };
+  const std::size_t equals = text.find('=');
+  const bool attached = equals != std::string::npos;
+  const std::string spelling = text.substr(0, equals);
+  if (!valid_flag_name(std::string_view(spelling).substr(2))) {
+    return Failure{word.line, "invalid flag '" + spelling + "'"};
+  }
+  bool negated = false;
+  const ArgInfo* info = catalog.find(spelling, &negated);
+  const std::string setting = info != nullptr ? info->canonical : spelling;
+  if (const auto first = seen.find(setting); first != seen.end()) {
+    std::string message = spelling + " given twice";
+    if (first->second.spelling != spelling) {
+      message +=
+          " (as " + first->second.spelling + " on line " + std::to_string(first->second.line) + ")";
+    }
+    return Failure{word.line, message};
+  }
+  seen[setting] = FirstSeen{spelling, word.line};
+  ++i;
+
+  // The words that belong to this flag, with their lines.
+  std::vector<std::string> texts;
+  std::vector<int> lines;
+  if (attached) {
+    texts.push_back(text.substr(equals + 1));
+    lines.push_back(word.line);
+    if (Status status = check_not_flag_like(spelling, texts.back()); !status.ok()) {
+      return Failure{word.line, status.error()};
+    }
+  } else if (info == nullptr || info->takes_value) {
+    // A flag missing from the catalog takes every word up to the next flag, as a launch
+    // script passed them (a fork's nargs flag, e.g. --step-batch-size-schedule 0:16 2.4B:320).
+    const bool many = info == nullptr || info->multi_value;
+    while (i < words.size() && !is_flag_word(words[i].text) && !after_semicolon(i) &&
+           (many || texts.empty())) {
+      texts.push_back(words[i].text);
+      lines.push_back(words[i].line);
+      ++i;
+    }
+  }
+
+  if (info == nullptr) {
+    recipe.flags[spelling] = join_words(texts);
+  } else if (!info->takes_value) {
+    if (attached) {
+      return Failure{word.line, spelling + " takes no value, found '" + texts.front() + "'"};
+    }
+    if (i < words.size() && !is_flag_word(words[i].text) && !after_semicolon(i)) {
+      return Failure{words[i].line, spelling + " takes no value, found '" + words[i].text + "'"};
+    }
+    recipe.flags[negated ? info->negation : info->canonical] = "";
+  } else {
+    if (Status count = check_value_count(*info, spelling, texts.size()); !count.ok()) {
+      return Failure{word.line, count.error()};
+    }
+    std::vector<std::string> values;
+    for (std::size_t k = 0; k < texts.size(); ++k) {
+      Result<std::string> value = canonical_value(*info, spelling, texts[k]);
+      if (!value.ok()) return Failure{lines[k], value.error()};
+      values.push_back(std::move(value).value());
+    }
+    recipe.flags[info->canonical] = info->multi_value ? join_words(values) : values.front();
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recipe) {
   Section section = Section::kEnv;
   bool in_export = false;
   std::vector<std::string> command_words;
@@ -393,69 +467,7 @@ std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recip
       return Failure{word.line, "stray word '" + text + "' after the flags started"};
     }
 
-    const std::size_t equals = text.find('=');
-    const bool attached = equals != std::string::npos;
-    const std::string spelling = text.substr(0, equals);
-    if (!valid_flag_name(std::string_view(spelling).substr(2))) {
-      return Failure{word.line, "invalid flag '" + spelling + "'"};
-    }
-    bool negated = false;
-    const ArgInfo* info = catalog.find(spelling, &negated);
-    const std::string setting = info != nullptr ? info->canonical : spelling;
-    if (const auto first = seen.find(setting); first != seen.end()) {
-      std::string message = spelling + " given twice";
-      if (first->second.spelling != spelling) {
-        message += " (as " + first->second.spelling + " on line " +
-                   std::to_string(first->second.line) + ")";
-      }
-      return Failure{word.line, message};
-    }
-    seen[setting] = FirstSeen{spelling, word.line};
-    ++i;
-
-    // The words that belong to this flag, with their lines.
-    std::vector<std::string> texts;
-    std::vector<int> lines;
-    if (attached) {
-      texts.push_back(text.substr(equals + 1));
-      lines.push_back(word.line);
-      if (Status status = check_not_flag_like(spelling, texts.back()); !status.ok()) {
-        return Failure{word.line, status.error()};
-      }
-    } else if (info == nullptr || info->takes_value) {
-      // A flag missing from the catalog takes every word up to the next flag, as a launch
-      // script passed them (a fork's nargs flag, e.g. --step-batch-size-schedule 0:16 2.4B:320).
-      const bool many = info == nullptr || info->multi_value;
-      while (i < words.size() && !is_flag_word(words[i].text) && !after_semicolon(i) &&
-             (many || texts.empty())) {
-        texts.push_back(words[i].text);
-        lines.push_back(words[i].line);
-        ++i;
-      }
-    }
-
-    if (info == nullptr) {
-      recipe.flags[spelling] = join_words(texts);
-    } else if (!info->takes_value) {
-      if (attached) {
-        return Failure{word.line, spelling + " takes no value, found '" + texts.front() + "'"};
-      }
-      if (i < words.size() && !is_flag_word(words[i].text) && !after_semicolon(i)) {
-        return Failure{words[i].line, spelling + " takes no value, found '" + words[i].text + "'"};
-      }
-      recipe.flags[negated ? info->negation : info->canonical] = "";
-    } else {
-      if (Status count = check_value_count(*info, spelling, texts.size()); !count.ok()) {
-        return Failure{word.line, count.error()};
-      }
-      std::vector<std::string> values;
-      for (std::size_t k = 0; k < texts.size(); ++k) {
-        Result<std::string> value = canonical_value(*info, spelling, texts[k]);
-        if (!value.ok()) return Failure{lines[k], value.error()};
-        values.push_back(std::move(value).value());
-      }
-      recipe.flags[info->canonical] = info->multi_value ? join_words(values) : values.front();
-    }
+    if (auto failure = read_flag(words, i, seen, recipe)) return failure;
   }
   recipe.command = command_text(command_words);
   return std::nullopt;

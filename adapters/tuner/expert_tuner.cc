@@ -140,9 +140,9 @@ std::vector<Cost> exposed_costs(const sim::Workload& w, const Recipe& recipe,
   };
 }
 
-ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const sim::StackProfile& stack,
-                                  const Recipe& recipe) {
-  const sim::Prediction p = sim::predict_on_stack(w, recipe, stack);
+// The diagnosis of `recipe` from its estimate `p`.
+ExpertDiagnosis diagnose_estimate(const sim::Workload& w, const Recipe& recipe,
+                                  const sim::Prediction& p) {
   ExpertDiagnosis d;
   if (!p.valid) {
     d.bottleneck = Bottleneck::kInvalid;
@@ -295,7 +295,6 @@ void copy_move_fields(sim::Layout& into, const sim::Layout& from, const std::str
 // activations' variants on a MoE model, and full.
 std::vector<sim::Layout> recompute_values(const sim::Layout& parent, bool moe) {
   std::vector<sim::Layout> out;
-  auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
   sim::Layout none = parent;
   none.recompute = sim::RecomputeGranularity::kNone;
   none.recompute_method = sim::RecomputeMethod::kNone;
@@ -324,7 +323,7 @@ std::vector<sim::Layout> recompute_values(const sim::Layout& parent, bool moe) {
   for (const sim::Layout& l : values) {
     if (l.recompute != parent.recompute || (l.recompute == sim::RecomputeGranularity::kSelective &&
                                             l.recompute_modules != parent.recompute_modules)) {
-      push(l);
+      out.push_back(l);
     }
   }
   return out;
@@ -334,19 +333,18 @@ std::vector<sim::Layout> recompute_values(const sim::Layout& parent, bool moe) {
 // all-gather overlap needs the gradient-reduce overlap (and the distributed optimizer).
 std::vector<sim::Layout> dp_overlap_values(const sim::Layout& parent) {
   std::vector<sim::Layout> out;
-  auto push = [&](sim::Layout l) { out.push_back(std::move(l)); };
   sim::Layout l = parent;
   if (parent.overlap_param_gather) {
     l.overlap_param_gather = false;
   } else if (parent.overlap_grad_reduce && parent.distributed_optimizer) {
     sim::Layout on = parent;
     on.overlap_param_gather = true;
-    push(on);
+    out.push_back(on);
     l.overlap_grad_reduce = false;
   } else {
     l.overlap_grad_reduce = !parent.overlap_grad_reduce;
   }
-  push(l);
+  out.push_back(l);
   return out;
 }
 
@@ -422,6 +420,7 @@ struct Context {
   std::map<std::string, sim::SweepResult>* sweeps = nullptr;  // by recipe hash
   std::vector<int> micro_batch_sizes = {};    // the sizes the policy frees (empty: none)
   std::vector<sim::Layout> cured_hangs = {};  // find_cured_hangs, once per answer
+  sim::Prediction leader_estimate = {};       // the leader on the cluster's stack, once per answer
 };
 
 // A value of `move` outside what the campaign may try: a microbatch size the policy does not free
@@ -724,10 +723,11 @@ struct LayoutProposer {
   }
 };
 
+// The candidates from the leader (`parent_recipe`, run `parent`; estimated in c.leader_estimate).
 std::vector<Candidate> candidates_from(Context& c, const Recipe& parent_recipe, RunId parent) {
   std::vector<Candidate> out;
   auto parent_resolved = resolved_of(c.w, parent_recipe);
-  const sim::Prediction parent_p = sim::predict_on_stack(c.w, parent_recipe, c.stack);
+  const sim::Prediction& parent_p = c.leader_estimate;
   if (!parent_resolved || !parent_p.valid || parent_p.tokens_per_s_per_gpu <= 0) return out;
   const sim::Layout& pl = parent_resolved->layout;
   auto decoded_parent = sim::decode_layout(c.w, parent_recipe);
@@ -964,9 +964,8 @@ std::optional<Candidate> follow_plans(Context& c, const sim::Prediction& leader_
 // Failed runs are retried before they are ruled out: a hang with one data-parallel overlap fewer
 // (overlapping streams can deadlock), and, rule 5, an out-of-memory layout with its memory
 // savings back.
-std::optional<Candidate> retry_failures(Context& c, const History& h, const Recipe& leader,
-                                        double min_gain) {
-  const sim::Prediction leader_p = sim::predict_on_stack(c.w, leader, c.stack);
+std::optional<Candidate> retry_failures(Context& c, const History& h, double min_gain) {
+  const sim::Prediction& leader_p = c.leader_estimate;
   const FailureRetry hang{FailureClass::kHang, "dp-overlap", "data-parallel-overlap",
                           [](const sim::Layout& failed, const sim::Layout& value) {
                             return failed.overlap_grad_reduce &&
@@ -1010,7 +1009,7 @@ std::set<std::string> levers_at_feasible_limit(const Context& c,
                                                const std::vector<Candidate>& ranked,
                                                const Recipe& leader, double band) {
   std::set<std::string> out;
-  const sim::Prediction estimate = sim::predict_on_stack(c.w, leader, c.stack);
+  const sim::Prediction& estimate = c.leader_estimate;
   if (!estimate.valid) return out;
   const std::vector<Cost> costs = exposed_costs(c.w, leader, estimate);
   for (const Candidate& cand : ranked) {
@@ -1103,8 +1102,8 @@ std::optional<Candidate> retest_winners(Context& c, const Recipe& leader, RunId 
 // The most the estimator expects of the search runs in flight, over the leader: a candidate
 // expected to lose to one of them would most likely be superseded before it could lead, so it
 // waits for them rather than spend GPU-hours beside them. Runs expected not to fit count nothing.
-double in_flight_expected_gain(const Context& c, const Recipe& leader) {
-  const sim::Prediction leader_p = sim::predict_on_stack(c.w, leader, c.stack);
+double in_flight_expected_gain(const Context& c) {
+  const sim::Prediction& leader_p = c.leader_estimate;
   if (!leader_p.valid) return 0;
   double best = 0;
   for (const auto& [id, run] : c.state.runs) {
@@ -1183,12 +1182,13 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   std::optional<ExpertDiagnosis> profiled;
   if (leader_profiled)
     profiled = diagnose_profile(workload_, leader, *leader_run->profile_analyzed);
-  c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, stack_, leader);
+  c.leader_estimate = sim::predict_on_stack(workload_, leader, stack_);
+  c.diagnosis = profiled ? *profiled : diagnose_estimate(workload_, leader, c.leader_estimate);
   const History h = history_of(c);
 
   // Nothing expected to lose to a run in flight is launched beside it.
-  const double pending_gain = in_flight_expected_gain(c, leader);
-  if (auto cand = retry_failures(c, h, leader, pending_gain + 0.5 * band)) {
+  const double pending_gain = in_flight_expected_gain(c);
+  if (auto cand = retry_failures(c, h, pending_gain + 0.5 * band)) {
     return to_proposal(c, *cand, h.rules);
   }
   const std::vector<Candidate> ranked = candidates_from(c, leader, leader_id);

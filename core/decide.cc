@@ -309,6 +309,64 @@ Result<std::vector<Body>> decide_propose(const ControlState& state, const Propos
   return events;
 }
 
+// The verdict on a finished search or retry run, against the leader and the band.
+VerdictRecorded search_verdict(const ControlState& state, const ReportFinished& command) {
+  const BaselineBand& band = state.view.baseline_band;
+  const Leader& leader = state.view.leader;
+  VerdictRecorded verdict;
+  verdict.run_id = command.run_id;
+  verdict.leader_before = leader.run_id;
+  verdict.leader_after = leader.run_id;
+  verdict.band_fraction = band.band_fraction;
+  const RunMeasured* measured = std::get_if<RunMeasured>(&command.outcome);
+  if (!measured) {
+    verdict.verdict = Verdict::kFailed;
+    return verdict;
+  }
+  verdict.gain_fraction =
+      gain_fraction_of(measured->tokens_per_sec_per_gpu, band.mean_tokens_per_s_per_gpu);
+  if (beats_by_more_than_band(measured->tokens_per_sec_per_gpu, leader.tokens_per_s_per_gpu,
+                              band.mean_tokens_per_s_per_gpu, band.band_fraction)) {
+    verdict.verdict = Verdict::kNewLeader;
+    verdict.leader_after = command.run_id;
+  } else {
+    verdict.verdict = Verdict::kNotBetter;
+  }
+  return verdict;
+}
+
+// A measured calibration run's verdict, and the band once the campaign's calibration runs have
+// all been measured (this one included, charged `gpu_hours`).
+void add_calibration_events(const ControlState& state, const ReportFinished& command,
+                            double gpu_hours, std::vector<Body>& events) {
+  const CampaignOpened& settings = state.view.settings;
+  std::vector<double> throughputs;
+  std::vector<double> launch_gpu_hours;
+  std::vector<RunId> ids;
+  for (const auto& [id, other] : state.runs) {
+    if (other.purpose != RunPurpose::kCalibration || !other.measured) continue;
+    ids.push_back(id);
+    throughputs.push_back(other.measured->tokens_per_sec_per_gpu);
+    launch_gpu_hours.push_back(
+        gpu_hours_of(other.gpus, other.admitted_at_unix_ns, other.released_at_unix_ns));
+  }
+  ids.push_back(command.run_id);
+  throughputs.push_back(std::get<RunMeasured>(command.outcome).tokens_per_sec_per_gpu);
+  launch_gpu_hours.push_back(gpu_hours);
+  events.push_back(VerdictRecorded{command.run_id, Verdict::kCalibration, 0.0, 0, 0,
+                                   state.view.baseline_band.band_fraction});
+  if (ids.size() < settings.calibration_runs) return;
+  BandSet set;
+  set.calibration_run_ids = ids;
+  set.mean_tokens_per_sec_per_gpu = mean_of(throughputs);
+  set.rsd = relative_std_dev(throughputs);
+  set.band_fraction = band_fraction_of(settings.band_floor_fraction, settings.band_k, set.rsd);
+  set.mean_launch_gpu_hours = mean_of(launch_gpu_hours);
+  set.budget_gpu_hours = settings.budget_auto ? auto_budget_gpu_hours(set.mean_launch_gpu_hours)
+                                              : settings.budget_gpu_hours;
+  events.push_back(set);
+}
+
 Result<std::vector<Body>> decide_finished(const ControlState& state,
                                           const ReportFinished& command) {
   const RunState* run = state.run(command.run_id);
@@ -347,58 +405,12 @@ Result<std::vector<Body>> decide_finished(const ControlState& state,
   events.push_back(
       Charged{command.run_id, account, run->gpus, admitted_at, released_at, gpu_hours});
 
-  const BaselineBand& band = state.view.baseline_band;
-  const CampaignOpened& settings = state.view.settings;
   if (run->purpose == RunPurpose::kSearch || run->purpose == RunPurpose::kRetry) {
-    if (band.band_set) {
-      const Leader& leader = state.view.leader;
-      VerdictRecorded verdict;
-      verdict.run_id = command.run_id;
-      verdict.leader_before = leader.run_id;
-      verdict.leader_after = leader.run_id;
-      verdict.band_fraction = band.band_fraction;
-      if (measured) {
-        verdict.gain_fraction =
-            gain_fraction_of(measured->tokens_per_sec_per_gpu, band.mean_tokens_per_s_per_gpu);
-        if (beats_by_more_than_band(measured->tokens_per_sec_per_gpu, leader.tokens_per_s_per_gpu,
-                                    band.mean_tokens_per_s_per_gpu, band.band_fraction)) {
-          verdict.verdict = Verdict::kNewLeader;
-          verdict.leader_after = command.run_id;
-        } else {
-          verdict.verdict = Verdict::kNotBetter;
-        }
-      } else {
-        verdict.verdict = Verdict::kFailed;
-      }
-      events.push_back(verdict);
-    }
-  } else if (run->purpose == RunPurpose::kCalibration && measured && !band.band_set) {
-    std::vector<double> throughputs;
-    std::vector<double> launch_gpu_hours;
-    std::vector<RunId> ids;
-    for (const auto& [id, other] : state.runs) {
-      if (other.purpose != RunPurpose::kCalibration || !other.measured) continue;
-      ids.push_back(id);
-      throughputs.push_back(other.measured->tokens_per_sec_per_gpu);
-      launch_gpu_hours.push_back(
-          gpu_hours_of(other.gpus, other.admitted_at_unix_ns, other.released_at_unix_ns));
-    }
-    ids.push_back(command.run_id);
-    throughputs.push_back(measured->tokens_per_sec_per_gpu);
-    launch_gpu_hours.push_back(gpu_hours_of(run->gpus, admitted_at, released_at));
-    events.push_back(
-        VerdictRecorded{command.run_id, Verdict::kCalibration, 0.0, 0, 0, band.band_fraction});
-    if (ids.size() >= settings.calibration_runs) {
-      BandSet set;
-      set.calibration_run_ids = ids;
-      set.mean_tokens_per_sec_per_gpu = mean_of(throughputs);
-      set.rsd = relative_std_dev(throughputs);
-      set.band_fraction = band_fraction_of(settings.band_floor_fraction, settings.band_k, set.rsd);
-      set.mean_launch_gpu_hours = mean_of(launch_gpu_hours);
-      set.budget_gpu_hours = settings.budget_auto ? auto_budget_gpu_hours(set.mean_launch_gpu_hours)
-                                                  : settings.budget_gpu_hours;
-      events.push_back(set);
-    }
+    if (state.view.baseline_band.band_set) events.push_back(search_verdict(state, command));
+  } else if (run->purpose == RunPurpose::kCalibration && measured &&
+             !state.view.baseline_band.band_set) {
+    add_calibration_events(state, command, gpu_hours_of(run->gpus, admitted_at, released_at),
+                           events);
   }
   return events;
 }

@@ -34,105 +34,140 @@ struct Failure {
 
 enum class Comments : std::uint8_t { kAllowed, kLiteral };
 
+// Splits shell text into words, appending to `words`: one pass over the text, a member per kind
+// of character that needs more than appending.
+class WordSplitter {
+ public:
+  WordSplitter(std::string_view text, Comments comments, std::vector<Word>& words)
+      : text_(text), comments_(comments), words_(words) {}
+
+  // Returns the first failure, if any.
+  std::optional<Failure> run() {
+    while (i_ < text_.size()) {
+      const char c = text_[i_];
+      if (c == '\\') {
+        backslash();
+      } else if (c == '\n') {
+        end_command();
+        ++line_;
+        ++i_;
+      } else if (c == ';') {
+        end_command();
+        if (!words_.empty()) words_.back().semicolon = true;
+        ++i_;
+      } else if (c == ' ' || c == '\t' || c == '\r') {
+        end_word();
+        ++i_;
+      } else if (c == '#' && !in_word_ && comments_ == Comments::kAllowed) {
+        while (i_ < text_.size() && text_[i_] != '\n') ++i_;
+      } else if (c == '\'') {
+        if (auto failure = single_quoted()) return failure;
+      } else if (c == '"') {
+        if (auto failure = double_quoted()) return failure;
+      } else {
+        start_word();
+        if (!current_.quoted) ++current_.plain_prefix;
+        current_.text += c;
+        ++i_;
+      }
+    }
+    end_command();
+    return std::nullopt;
+  }
+
+ private:
+  void start_word() {
+    if (in_word_) return;
+    current_ = Word{};
+    current_.line = line_;
+    in_word_ = true;
+  }
+  void end_word() {
+    if (!in_word_) return;
+    words_.push_back(std::move(current_));
+    in_word_ = false;
+  }
+  void end_command() {
+    end_word();
+    if (!words_.empty()) words_.back().ends_command = true;
+  }
+
+  // A backslash escapes the next character, or continues the line.
+  void backslash() {
+    std::size_t next = i_ + 1;
+    while (next < text_.size() &&
+           (text_[next] == ' ' || text_[next] == '\t' || text_[next] == '\r')) {
+      ++next;
+    }
+    if (next == text_.size() || text_[next] == '\n') {
+      // A line continuation. Blanks after the backslash are a common paste accident, so they are
+      // tolerated rather than read as an escaped blank.
+      if (next < text_.size()) ++line_;
+      i_ = next + 1;
+      return;
+    }
+    start_word();
+    current_.quoted = true;
+    current_.text += text_[i_ + 1];
+    i_ += 2;
+  }
+
+  // '...': every character literal, newlines included.
+  std::optional<Failure> single_quoted() {
+    const int open_line = line_;
+    start_word();
+    current_.quoted = true;
+    const std::size_t close = text_.find('\'', i_ + 1);
+    if (close == std::string_view::npos) return Failure{open_line, "unterminated ' quote"};
+    for (std::size_t k = i_ + 1; k < close; ++k) {
+      if (text_[k] == '\n') ++line_;
+      current_.text += text_[k];
+    }
+    i_ = close + 1;
+    return std::nullopt;
+  }
+
+  // "...": a backslash escapes " \ $ ` and continues a line; everything else is literal.
+  std::optional<Failure> double_quoted() {
+    const int open_line = line_;
+    start_word();
+    current_.quoted = true;
+    ++i_;
+    while (i_ < text_.size()) {
+      const char d = text_[i_];
+      const char e = i_ + 1 < text_.size() ? text_[i_ + 1] : '\0';
+      if (d == '"') {
+        ++i_;
+        return std::nullopt;
+      }
+      if (d == '\\' && e == '\n') {
+        ++line_;
+        i_ += 2;
+      } else if (d == '\\' && (e == '"' || e == '\\' || e == '$' || e == '`')) {
+        current_.text += e;
+        i_ += 2;
+      } else {
+        if (d == '\n') ++line_;
+        current_.text += d;
+        ++i_;
+      }
+    }
+    return Failure{open_line, "unterminated \" quote"};
+  }
+
+  std::string_view text_;
+  Comments comments_;
+  std::vector<Word>& words_;
+  std::size_t i_ = 0;
+  int line_ = 1;
+  Word current_;
+  bool in_word_ = false;
+};
+
 // Splits shell text into words. Appends to `words`; returns the first failure, if any.
 std::optional<Failure> split_words(std::string_view text, Comments comments,
                                    std::vector<Word>& words) {
-  int line = 1;
-  Word current;
-  bool in_word = false;
-  const auto start_word = [&] {
-    if (in_word) return;
-    current = Word{};
-    current.line = line;
-    in_word = true;
-  };
-  const auto end_word = [&] {
-    if (!in_word) return;
-    words.push_back(std::move(current));
-    in_word = false;
-  };
-  const auto end_command = [&] {
-    end_word();
-    if (!words.empty()) words.back().ends_command = true;
-  };
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '\\') {
-      std::size_t next = i + 1;
-      while (next < text.size() &&
-             (text[next] == ' ' || text[next] == '\t' || text[next] == '\r')) {
-        ++next;
-      }
-      if (next == text.size() || text[next] == '\n') {
-        // A line continuation. Blanks after the backslash are a common paste accident, so they are
-        // tolerated rather than read as an escaped blank.
-        if (next < text.size()) ++line;
-        i = next + 1;
-        continue;
-      }
-      start_word();
-      current.quoted = true;
-      current.text += text[i + 1];
-      i += 2;
-    } else if (c == '\n') {
-      end_command();
-      ++line;
-      ++i;
-    } else if (c == ';') {
-      end_command();
-      if (!words.empty()) words.back().semicolon = true;
-      ++i;
-    } else if (c == ' ' || c == '\t' || c == '\r') {
-      end_word();
-      ++i;
-    } else if (c == '#' && !in_word && comments == Comments::kAllowed) {
-      while (i < text.size() && text[i] != '\n') ++i;
-    } else if (c == '\'') {
-      const int open_line = line;
-      start_word();
-      current.quoted = true;
-      const std::size_t close = text.find('\'', i + 1);
-      if (close == std::string_view::npos) return Failure{open_line, "unterminated ' quote"};
-      for (std::size_t k = i + 1; k < close; ++k) {
-        if (text[k] == '\n') ++line;
-        current.text += text[k];
-      }
-      i = close + 1;
-    } else if (c == '"') {
-      const int open_line = line;
-      start_word();
-      current.quoted = true;
-      ++i;
-      bool closed = false;
-      while (i < text.size() && !closed) {
-        const char d = text[i];
-        const char e = i + 1 < text.size() ? text[i + 1] : '\0';
-        if (d == '"') {
-          closed = true;
-          ++i;
-        } else if (d == '\\' && e == '\n') {
-          ++line;
-          i += 2;
-        } else if (d == '\\' && (e == '"' || e == '\\' || e == '$' || e == '`')) {
-          current.text += e;
-          i += 2;
-        } else {
-          if (d == '\n') ++line;
-          current.text += d;
-          ++i;
-        }
-      }
-      if (!closed) return Failure{open_line, "unterminated \" quote"};
-    } else {
-      start_word();
-      if (!current.quoted) ++current.plain_prefix;
-      current.text += c;
-      ++i;
-    }
-  }
-  end_command();
-  return std::nullopt;
+  return WordSplitter(text, comments, words).run();
 }
 
 bool is_shell_safe(char c) {

@@ -332,6 +332,64 @@ HtaRows hta_rows(const RankTrace& trace, bool filter, double min_ts_us) {
   return out;
 }
 
+namespace {
+
+// HTA's temporal breakdown and overlap of one rank's GPU operations, into `report`; a negative
+// time there is where HTA stops (report.refusal).
+void add_temporal_and_overlap(const RankTrace& trace, const std::vector<const TraceEvent*>& gpu,
+                              HtaReport& report) {
+  // HTA's temporal breakdown (and so its overlap here) sees only rows with args.stream; MTIA
+  // device events whose queue is their tid (dma_request) count in the kernel-type and
+  // idle-time breakdowns only. HTA's own test values for mtia_trace_single_rank (kernel time
+  // 13,328,071 µs, idle 5,649,476, compute 7,305,597, non-compute 372,998) are exactly the
+  // breakdown without them, and its kernel-type sum (7,304,578) the one with them.
+  std::vector<const TraceEvent*> args_stream_gpu;
+  for (const TraceEvent* e : gpu) {
+    if ((e->flags & kStreamFromTid) == 0) args_stream_gpu.push_back(e);
+  }
+  if (args_stream_gpu.empty()) {
+    report.warnings.push_back("rank " + std::to_string(trace.rank) +
+                              ": no GPU operation with a stream argument; no temporal breakdown "
+                              "or overlap for it (" +
+                              trace.path + ")");
+  } else {
+    report.temporal.push_back(temporal_of(trace.rank, args_stream_gpu));
+    // HTA asserts that the three parts of the kernel time are not negative, and stops.
+    const TemporalRow& row = report.temporal.back();
+    if (row.idle_us < 0 || row.compute_us < 0 || row.non_compute_us < 0) {
+      report.refusal = "rank " + std::to_string(trace.rank) +
+                       ": the temporal breakdown gives a negative time (idle " +
+                       std::to_string(std::llround(row.idle_us)) + " us, compute " +
+                       std::to_string(std::llround(row.compute_us)) + " us, non-compute " +
+                       std::to_string(std::llround(row.non_compute_us)) +
+                       " us); HolisticTraceAnalysis stops on an assertion here, so --hta has "
+                       "no tables for these traces (" +
+                       trace.path + ")";
+    }
+    report.overlap.push_back(overlap_of(trace.rank, args_stream_gpu));
+  }
+}
+
+// The kernel-type table: each type's share of the summed kernel time, largest first, and the
+// kernel rows in HTA's order.
+void add_kernel_type_rows(const std::map<std::string, double>& type_sums, HtaReport& report) {
+  double total = 0;
+  for (const auto& [label, sum] : type_sums) total += sum;
+  for (const auto& [label, sum] : type_sums) {
+    report.kernel_types.push_back(
+        KernelTypeRow{label, sum, round_like_numpy((sum / total) * 100, 1)});
+  }
+  std::stable_sort(
+      report.kernel_types.begin(), report.kernel_types.end(),
+      [](const KernelTypeRow& a, const KernelTypeRow& b) { return a.sum_us > b.sum_us; });
+  std::stable_sort(
+      report.kernels.begin(), report.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
+        return std::tie(a.kernel_type, a.name, a.rank) < std::tie(b.kernel_type, b.name, b.rank);
+      });
+}
+
+}  // namespace
+
 HtaReport analyze_hta(const TraceDirectory& directory, const HtaOptions& options) {
   HtaReport report;
   const std::size_t step_names = profiler_step_names(directory);
@@ -362,36 +420,7 @@ HtaReport analyze_hta(const TraceDirectory& directory, const HtaOptions& options
                                 ")");
       continue;
     }
-    // HTA's temporal breakdown (and so its overlap here) sees only rows with args.stream; MTIA
-    // device events whose queue is their tid (dma_request) count in the kernel-type and
-    // idle-time breakdowns only. HTA's own test values for mtia_trace_single_rank (kernel time
-    // 13,328,071 µs, idle 5,649,476, compute 7,305,597, non-compute 372,998) are exactly the
-    // breakdown without them, and its kernel-type sum (7,304,578) the one with them.
-    std::vector<const TraceEvent*> args_stream_gpu;
-    for (const TraceEvent* e : gpu) {
-      if ((e->flags & kStreamFromTid) == 0) args_stream_gpu.push_back(e);
-    }
-    if (args_stream_gpu.empty()) {
-      report.warnings.push_back("rank " + std::to_string(trace.rank) +
-                                ": no GPU operation with a stream argument; no temporal breakdown "
-                                "or overlap for it (" +
-                                trace.path + ")");
-    } else {
-      report.temporal.push_back(temporal_of(trace.rank, args_stream_gpu));
-      // HTA asserts that the three parts of the kernel time are not negative, and stops.
-      const TemporalRow& row = report.temporal.back();
-      if (row.idle_us < 0 || row.compute_us < 0 || row.non_compute_us < 0) {
-        report.refusal = "rank " + std::to_string(trace.rank) +
-                         ": the temporal breakdown gives a negative time (idle " +
-                         std::to_string(std::llround(row.idle_us)) + " us, compute " +
-                         std::to_string(std::llround(row.compute_us)) + " us, non-compute " +
-                         std::to_string(std::llround(row.non_compute_us)) +
-                         " us); HolisticTraceAnalysis stops on an assertion here, so --hta has "
-                         "no tables for these traces (" +
-                         trace.path + ")";
-      }
-      report.overlap.push_back(overlap_of(trace.rank, args_stream_gpu));
-    }
+    add_temporal_and_overlap(trace, gpu, report);
     add_kernel_type_times(gpu, type_sums);
     for (const KernelClass kernel_class : kAnalysedClasses) {
       add_kernel_rows(trace.rank, kernel_class, gpu, trace, options, report.kernels);
@@ -403,19 +432,7 @@ HtaReport analyze_hta(const TraceDirectory& directory, const HtaOptions& options
                               ": no trace with GPU operations; no idle-time breakdown for it");
   }
 
-  double total = 0;
-  for (const auto& [label, sum] : type_sums) total += sum;
-  for (const auto& [label, sum] : type_sums) {
-    report.kernel_types.push_back(
-        KernelTypeRow{label, sum, round_like_numpy((sum / total) * 100, 1)});
-  }
-  std::stable_sort(
-      report.kernel_types.begin(), report.kernel_types.end(),
-      [](const KernelTypeRow& a, const KernelTypeRow& b) { return a.sum_us > b.sum_us; });
-  std::stable_sort(
-      report.kernels.begin(), report.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
-        return std::tie(a.kernel_type, a.name, a.rank) < std::tie(b.kernel_type, b.name, b.rank);
-      });
+  add_kernel_type_rows(type_sums, report);
   return report;
 }
 

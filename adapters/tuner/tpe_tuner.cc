@@ -235,6 +235,52 @@ std::optional<sim::Layout> layout_at(const sim::Workload& w, const sim::Layout& 
   return l;
 }
 
+// What the search has told TPE so far, and what it has proposed.
+struct TpeHistory {
+  json history = json::array();                 // in proposal order: the baseline first
+  std::map<std::string, double> value_of_hash;  // recipe hash -> told value
+  std::set<std::string> proposed;               // recipe hashes, the baseline's included
+};
+
+// The history from the ledger: the baseline, then every search proposal in the space, valued at
+// its measured throughput, at zero where it was refused or failed, and null while it runs.
+TpeHistory tpe_history(const sim::Workload& w, const sim::Layout& baseline_layout,
+                       const json& space, const TunerView& view) {
+  const ControlState& state = view.state;
+  TpeHistory out;
+  const double baseline_value = state.view.baseline_band.mean_tokens_per_s_per_gpu;
+  const json baseline_params = params_of(w, baseline_layout, space);
+  out.value_of_hash[recipe_hash(view.baseline)] = baseline_value;
+  if (in_space(baseline_params, space)) {
+    out.history.push_back({{"params", baseline_params}, {"value", baseline_value}});
+  }
+  std::map<ProposalId, const RunState*> run_of_proposal;
+  for (const auto& [id, run] : state.runs) run_of_proposal[run.proposal_id] = &run;
+  for (const auto& [id, proposal] : state.proposals) {
+    if (proposal.purpose != RunPurpose::kSearch) continue;
+    auto recipe = parse_recipe(proposal.recipe, "proposal");
+    if (!recipe.ok()) continue;
+    auto layout = sim::decode_layout(w, recipe.value());
+    if (!layout.ok()) continue;
+    const json params = params_of(w, layout.value(), space);
+    if (!in_space(params, space)) continue;
+    json value = nullptr;  // still running
+    auto run = run_of_proposal.find(id);
+    if (run == run_of_proposal.end()) {
+      value = 0.0;  // refused: scored zero
+    } else if (run->second->measured) {
+      value = run->second->measured->tokens_per_sec_per_gpu;
+    } else if (run->second->failed || run->second->charged) {
+      value = 0.0;  // any failure scores zero
+    }
+    if (!value.is_null()) out.value_of_hash[proposal.recipe_hash] = value.get<double>();
+    out.history.push_back({{"params", params}, {"value", value}});
+  }
+  for (const auto& [id, proposal] : state.proposals) out.proposed.insert(proposal.recipe_hash);
+  out.proposed.insert(recipe_hash(view.baseline));
+  return out;
+}
+
 }  // namespace
 
 double memory_prefilter_margin(const sim::Workload& workload, const Recipe& baseline,
@@ -282,40 +328,7 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
     return !memory_prefilter_ || p.peak_memory_gib * (1.0 + margin) <= p.memory_capacity_gib;
   };
 
-  // The history, in proposal order: the baseline first, then every search proposal.
-  json history = json::array();
-  std::map<std::string, double> value_of_hash;  // recipe hash -> told value
-  const double baseline_value = state.view.baseline_band.mean_tokens_per_s_per_gpu;
-  const json baseline_params = params_of(workload_, baseline_layout.value(), space);
-  value_of_hash[recipe_hash(view.baseline)] = baseline_value;
-  if (in_space(baseline_params, space)) {
-    history.push_back({{"params", baseline_params}, {"value", baseline_value}});
-  }
-  std::map<ProposalId, const RunState*> run_of_proposal;
-  for (const auto& [id, run] : state.runs) run_of_proposal[run.proposal_id] = &run;
-  for (const auto& [id, proposal] : state.proposals) {
-    if (proposal.purpose != RunPurpose::kSearch) continue;
-    auto recipe = parse_recipe(proposal.recipe, "proposal");
-    if (!recipe.ok()) continue;
-    auto layout = sim::decode_layout(workload_, recipe.value());
-    if (!layout.ok()) continue;
-    const json params = params_of(workload_, layout.value(), space);
-    if (!in_space(params, space)) continue;
-    json value = nullptr;  // still running
-    auto run = run_of_proposal.find(id);
-    if (run == run_of_proposal.end()) {
-      value = 0.0;  // refused: scored zero
-    } else if (run->second->measured) {
-      value = run->second->measured->tokens_per_sec_per_gpu;
-    } else if (run->second->failed || run->second->charged) {
-      value = 0.0;  // any failure scores zero
-    }
-    if (!value.is_null()) value_of_hash[proposal.recipe_hash] = value.get<double>();
-    history.push_back({{"params", params}, {"value", value}});
-  }
-  std::set<std::string> proposed;
-  for (const auto& [id, proposal] : state.proposals) proposed.insert(proposal.recipe_hash);
-  proposed.insert(recipe_hash(view.baseline));
+  const TpeHistory past = tpe_history(workload_, baseline_layout.value(), space, view);
 
   if (!bridge_) {
     auto started = TpeBridge::start(python_);
@@ -326,7 +339,7 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
                               {"seed", seed_},
                               {"startup", kTpeStartupTrials},
                               {"space", space},
-                              {"history", history}});
+                              {"history", past.history}});
   if (!begun.ok()) {
     bridge_.reset();
     return stop(begun.error());
@@ -344,10 +357,10 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
                            : Result<Recipe>(make_error("an unrealizable pipeline split"));
     if (candidate.ok()) {
       const std::string hash = recipe_hash(candidate.value());
-      if (proposed.contains(hash)) {
+      if (past.proposed.contains(hash)) {
         // A repeat: told what the ledger has for it (still running: what the liar would say).
-        auto known = value_of_hash.find(hash);
-        told = known != value_of_hash.end() ? known->second : 0.0;
+        auto known = past.value_of_hash.find(hash);
+        told = known != past.value_of_hash.end() ? known->second : 0.0;
       } else if (admitted(candidate.value())) {
         TunerProposal proposal;
         proposal.recipe = std::move(candidate).value();

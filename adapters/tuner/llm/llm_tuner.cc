@@ -123,6 +123,67 @@ Message LlmTuner::opening_message(const TunerView& view) {
   return m;
 }
 
+double LlmTuner::charge_turn(std::uint64_t input_tokens, std::uint64_t output_tokens,
+                             double total_usd) {
+  const double turn_cost_usd =
+      (static_cast<double>(input_tokens) * settings_.input_usd_per_mtok +
+       static_cast<double>(output_tokens) * settings_.output_usd_per_mtok) /
+      1e6;
+  events_.emplace_back(
+      LlmCharged{turn_, settings_.model, input_tokens, output_tokens, turn_cost_usd});
+  if (progress_) {
+    progress_("llm turn " + std::to_string(turn_) + " (" + settings_.model +
+              "): " + std::to_string(input_tokens) + " input, " + std::to_string(output_tokens) +
+              " output tokens, " + usd(turn_cost_usd) + " (LLM total " +
+              usd(total_usd + turn_cost_usd) + ")");
+  }
+  return turn_cost_usd;
+}
+
+std::optional<TunerAnswer> LlmTuner::act_on_reply(const llm::Reply& reply, const TunerView& view) {
+  Message answers;
+  std::optional<TunerAnswer> answer;
+  std::optional<ProposalId> proposal_id;
+  std::string answer_call_id;
+  for (const ToolCall& call : reply.tool_calls) {
+    if (answer) {
+      const std::string ignored =
+          "not run: only the first propose_candidate, wait_for_runs or "
+          "record_stop of a turn is acted on";
+      record_tool(call, ignored, true);
+      pending_results_.push_back({call.id, ignored, true});
+      continue;
+    }
+    ToolOutcome outcome = run_tool(call, view);
+    if (outcome.answer) {
+      answer = std::move(outcome.answer);
+      proposal_id = outcome.proposal_id;
+      answer_call_id = call.id;
+      continue;
+    }
+    answers.tool_results.push_back(
+        {call.id, cut(outcome.result, kToolResultToModelBytesMax), outcome.is_error});
+  }
+  if (!answer) {
+    if (reply.tool_calls.empty()) {
+      answers.text = "Call a tool: propose_candidate, wait_for_runs or record_stop.";
+    }
+    conversation_.push_back(std::move(answers));
+    return std::nullopt;
+  }
+  // The other calls' answers and this one's outcome open the next ask.
+  answers.tool_results.insert(answers.tool_results.end(), pending_results_.begin(),
+                              pending_results_.end());
+  pending_results_ = std::move(answers.tool_results);
+  pending_call_id_ = answer_call_id;
+  pending_proposal_id_ = proposal_id;
+  if (std::holds_alternative<TunerStop>(*answer)) {
+    pending_results_.clear();
+    pending_call_id_.reset();
+  }
+  return answer;
+}
+
 TunerAnswer LlmTuner::next(const TunerView& view) {
   if (!turns_counted_) {
     // A resumed campaign goes on numbering turns after the ledger's.
@@ -151,18 +212,7 @@ TunerAnswer LlmTuner::next(const TunerView& view) {
     }
     const json body = json::parse(response->body, nullptr, false);
     const auto [input_tokens, output_tokens] = llm::usage_of(settings_.dialect, body);
-    const double turn_cost_usd =
-        (static_cast<double>(input_tokens) * settings_.input_usd_per_mtok +
-         static_cast<double>(output_tokens) * settings_.output_usd_per_mtok) /
-        1e6;
-    cost_usd += turn_cost_usd;
-    events_.emplace_back(
-        LlmCharged{turn_, settings_.model, input_tokens, output_tokens, turn_cost_usd});
-    if (progress_) {
-      progress_("llm turn " + std::to_string(turn_) + " (" + settings_.model +
-                "): " + std::to_string(input_tokens) + " input, " + std::to_string(output_tokens) +
-                " output tokens, " + usd(turn_cost_usd) + " (LLM total " + usd(cost_usd) + ")");
-    }
+    cost_usd += charge_turn(input_tokens, output_tokens, cost_usd);
 
     auto reply = llm::parse_chat_reply(settings_.dialect, response->body);
     if (!reply.ok()) {
@@ -174,46 +224,7 @@ TunerAnswer LlmTuner::next(const TunerView& view) {
       continue;
     }
     conversation_.push_back(llm::assistant_message(reply.value()));
-    Message answers;
-    std::optional<TunerAnswer> answer;
-    std::optional<ProposalId> proposal_id;
-    std::string answer_call_id;
-    for (const ToolCall& call : reply->tool_calls) {
-      if (answer) {
-        const std::string ignored =
-            "not run: only the first propose_candidate, wait_for_runs or "
-            "record_stop of a turn is acted on";
-        record_tool(call, ignored, true);
-        pending_results_.push_back({call.id, ignored, true});
-        continue;
-      }
-      ToolOutcome outcome = run_tool(call, view);
-      if (outcome.answer) {
-        answer = std::move(outcome.answer);
-        proposal_id = outcome.proposal_id;
-        answer_call_id = call.id;
-        continue;
-      }
-      answers.tool_results.push_back(
-          {call.id, cut(outcome.result, kToolResultToModelBytesMax), outcome.is_error});
-    }
-    if (answer) {
-      // The other calls' answers and this one's outcome open the next ask.
-      answers.tool_results.insert(answers.tool_results.end(), pending_results_.begin(),
-                                  pending_results_.end());
-      pending_results_ = std::move(answers.tool_results);
-      pending_call_id_ = answer_call_id;
-      pending_proposal_id_ = proposal_id;
-      if (std::holds_alternative<TunerStop>(*answer)) {
-        pending_results_.clear();
-        pending_call_id_.reset();
-      }
-      return std::move(*answer);
-    }
-    if (reply->tool_calls.empty()) {
-      answers.text = "Call a tool: propose_candidate, wait_for_runs or record_stop.";
-    }
-    conversation_.push_back(std::move(answers));
+    if (auto answer = act_on_reply(reply.value(), view)) return std::move(*answer);
   }
   return TunerStop{"the model made no proposal and no stop in " +
                        std::to_string(settings_.turns_per_candidate) + " turns (" +

@@ -86,6 +86,11 @@ class LlmTuner final : public Tuner {
   void deny(const llm::ToolCall& call, const std::string& object, const std::string& rule,
             const std::string& result);
   llm::Message opening_message(const TunerView& view);
+  // Charges one turn's tokens (an LlmCharged event) and returns its cost.
+  double charge_turn(std::uint64_t input_tokens, std::uint64_t output_tokens, double total_usd);
+  // Runs a reply's tool calls: the answer its first proposal, wait or stop gives, if any; the
+  // other calls' results go into the conversation or open the next ask.
+  std::optional<TunerAnswer> act_on_reply(const llm::Reply& reply, const TunerView& view);
 
   llm::LlmSettings settings_;
   llm::Url url_;

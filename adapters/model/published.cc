@@ -122,7 +122,7 @@ std::string model_preset(const std::string& model) {
       {"llama3.1-405b", "llama3.1-405b"}, {"deepseek-v3", "deepseek-v3"},
       {"qwen3-30b-a3b", "qwen3-30b-a3b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"},
       {"gpt-oss-120b", "gpt-oss-120b"},   {"mixtral-8x7b", "mixtral-8x7b"},
-      {"mixtral-8x22b", "mixtral-8x22b"},
+      {"mixtral-8x22b", "mixtral-8x22b"}, {"kimi-k2", "kimi-k2"},
   };
   const auto found = kNames.find(model);
   return found == kNames.end() ? "" : found->second;

@@ -16,7 +16,7 @@ namespace {
 TEST(SimPresets, ContractNamesLoad) {
   for (const char* name : {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b",
                            "mixtral-8x22b", "glm-4.5", "minimax-m2", "deepseek-v3", "qwen3-30b-a3b",
-                           "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b"}) {
+                           "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "kimi-k2"}) {
     Result<ModelSpec> model = load_model(name);
     ASSERT_TRUE(model.ok()) << model.error();
     EXPECT_EQ(model->name, name);
@@ -26,7 +26,7 @@ TEST(SimPresets, ContractNamesLoad) {
     ASSERT_TRUE(hw.ok()) << hw.error();
     EXPECT_EQ(hw->name, name);
   }
-  EXPECT_EQ(model_preset_names().size(), 12u);
+  EXPECT_EQ(model_preset_names().size(), 13u);
   EXPECT_EQ(hardware_preset_names().size(), 7u);
 }
 
@@ -60,6 +60,18 @@ TEST(SimPresets, ParameterCountsMatchTheReference) {
     EXPECT_NEAR(total_params(model, 1, 0) / 1e9, e.total_b, 0.01 * e.total_b + 0.1) << e.model;
     EXPECT_NEAR(active_params(model, 1, 0) / 1e9, e.active_b, 0.02 * e.active_b + 0.1) << e.model;
   }
+}
+
+// Kimi-K2 against Moonshot AI's model card (moonshotai/Kimi-K2, "Model Summary"), which gives
+// 1T total and 32B activated parameters, rounded: the preset's counts round to the same.
+TEST(SimPresets, KimiK2MatchesItsModelCard) {
+  const ModelSpec model = load_model("kimi-k2").value();
+  const double total_b = total_params(model, 1, 0) / 1e9;
+  const double active_b = active_params(model, 1, 0) / 1e9;
+  EXPECT_GE(total_b, 950.0);
+  EXPECT_LT(total_b, 1050.0);
+  EXPECT_GE(active_b, 31.5);
+  EXPECT_LT(active_b, 33.5);
 }
 
 TEST(SimPresets, UnknownPresetNamesThePresets) {

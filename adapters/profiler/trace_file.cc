@@ -263,6 +263,56 @@ std::string text_of(od::value value) {
   return std::string(raw);
 }
 
+// The fields of one trace event that the analysis reads, as the event gives them.
+struct RawEvent {
+  std::string_view cat;
+  std::string_view name;
+  bool has_cat = false;
+  bool has_ts = false;
+  bool has_dur = false;
+  double ts = 0;
+  double dur = 0;
+  std::int64_t stream = -1;
+  bool has_stream = false;
+  std::int64_t tid = -1;
+  std::int64_t correlation = -1;
+  CommArgs comm;
+  bool has_comm_args = false;
+};
+
+// The event's args: its stream, correlation and process-group description.
+simdjson::error_code read_args(od::value value, RawEvent& e) {
+  od::json_type type;
+  if (auto error = value.type().get(type)) return error;
+  if (type != od::json_type::object) return simdjson::SUCCESS;
+  od::object args;
+  if (auto error = value.get_object().get(args)) return error;
+  for (auto arg_result : args) {
+    od::field arg;
+    if (auto error = std::move(arg_result).get(arg)) return error;
+    const od::raw_json_string arg_key = arg.key();
+    if (arg_key == "stream") {
+      e.stream = coerce_integer(arg.value());
+      e.has_stream = true;
+    } else if (arg_key == "correlation") {
+      e.correlation = coerce_integer(arg.value());
+    } else if (arg_key == "Process Group Description") {
+      e.comm.group_desc = text_of(arg.value());
+      e.has_comm_args = true;
+    } else if (arg_key == "Process Group Name") {
+      e.comm.group_name = text_of(arg.value());
+      e.has_comm_args = true;
+    } else if (arg_key == "Process Group Ranks") {
+      e.comm.group_ranks = text_of(arg.value());
+      e.has_comm_args = true;
+    } else if (arg_key == "Collective name") {
+      e.comm.collective = text_of(arg.value());
+      e.has_comm_args = true;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
 class TraceBuilder {
  public:
   explicit TraceBuilder(RankTrace& trace) : trace_(trace) {
@@ -273,6 +323,8 @@ class TraceBuilder {
   void finish();
 
  private:
+  simdjson::error_code read_time(bool is_ts, od::value value, RawEvent& e);
+  void add_row(const RawEvent& e, std::uint32_t index);
   std::uint32_t intern_name(std::string_view name);
   std::uint32_t intern_comm_args(const CommArgs& args);
 
@@ -307,20 +359,38 @@ std::uint32_t TraceBuilder::intern_comm_args(const CommArgs& args) {
   return id;
 }
 
+simdjson::error_code TraceBuilder::read_time(bool is_ts, od::value value, RawEvent& e) {
+  od::json_type type;
+  if (auto error = value.type().get(type)) return error;
+  if (type != od::json_type::number) {
+    if (is_ts) fractional_ts_ = true;  // a missing ts makes pandas' column float too
+    return simdjson::SUCCESS;
+  }
+  od::number_type number_type;
+  if (auto error = value.get_number_type().get(number_type)) return error;
+  double number = 0;
+  if (auto error = value.get_double().get(number)) return error;
+  // Microseconds: nothing a profiler writes lies beyond about 3,000 years from the epoch or
+  // the trace's start, and such a value would print as inf or nan downstream.
+  if (!std::isfinite(number) || std::abs(number) > kTraceMicrosecondsMax) {
+    return simdjson::NUMBER_OUT_OF_RANGE;
+  }
+  if (is_ts) {
+    e.has_ts = true;
+    e.ts = number;
+    if (number_type != od::number_type::signed_integer &&
+        number_type != od::number_type::unsigned_integer) {
+      fractional_ts_ = true;
+    }
+  } else {
+    e.has_dur = true;
+    e.dur = number;
+  }
+  return simdjson::SUCCESS;
+}
+
 simdjson::error_code TraceBuilder::add_event(od::object event, std::uint32_t index) {
-  std::string_view cat;
-  std::string_view name;
-  bool has_cat = false;
-  bool has_ts = false;
-  bool has_dur = false;
-  double ts = 0;
-  double dur = 0;
-  std::int64_t stream = -1;
-  bool has_stream = false;
-  std::int64_t tid = -1;
-  std::int64_t correlation = -1;
-  CommArgs comm;
-  bool has_comm_args = false;
+  RawEvent e;
   for (auto field_result : event) {
     od::field field;
     if (auto error = std::move(field_result).get(field)) return error;
@@ -330,119 +400,70 @@ simdjson::error_code TraceBuilder::add_event(od::object event, std::uint32_t ind
       od::json_type type;
       if (auto error = value.type().get(type)) return error;
       if (type == od::json_type::null) continue;
-      has_cat = true;
+      e.has_cat = true;
       if (type == od::json_type::string) {
-        if (auto error = value.get_string().get(cat)) return error;
+        if (auto error = value.get_string().get(e.cat)) return error;
       }
     } else if (key == "name") {
       od::json_type type;
       if (auto error = value.type().get(type)) return error;
       if (type == od::json_type::string) {
-        if (auto error = value.get_string().get(name)) return error;
+        if (auto error = value.get_string().get(e.name)) return error;
       }
     } else if (key == "ts" || key == "dur") {
-      const bool is_ts = key == "ts";
-      od::json_type type;
-      if (auto error = value.type().get(type)) return error;
-      if (type != od::json_type::number) {
-        if (is_ts) fractional_ts_ = true;  // a missing ts makes pandas' column float too
-        continue;
-      }
-      od::number_type number_type;
-      if (auto error = value.get_number_type().get(number_type)) return error;
-      double number = 0;
-      if (auto error = value.get_double().get(number)) return error;
-      // Microseconds: nothing a profiler writes lies beyond about 3,000 years from the epoch or
-      // the trace's start, and such a value would print as inf or nan downstream.
-      if (!std::isfinite(number) || std::abs(number) > kTraceMicrosecondsMax) {
-        return simdjson::NUMBER_OUT_OF_RANGE;
-      }
-      if (is_ts) {
-        has_ts = true;
-        ts = number;
-        if (number_type != od::number_type::signed_integer &&
-            number_type != od::number_type::unsigned_integer) {
-          fractional_ts_ = true;
-        }
-      } else {
-        has_dur = true;
-        dur = number;
-      }
+      if (auto error = read_time(key == "ts", value, e)) return error;
     } else if (key == "tid") {
-      tid = coerce_integer(value);
+      e.tid = coerce_integer(value);
     } else if (key == "args") {
-      od::json_type type;
-      if (auto error = value.type().get(type)) return error;
-      if (type != od::json_type::object) continue;
-      od::object args;
-      if (auto error = value.get_object().get(args)) return error;
-      for (auto arg_result : args) {
-        od::field arg;
-        if (auto error = std::move(arg_result).get(arg)) return error;
-        const od::raw_json_string arg_key = arg.key();
-        if (arg_key == "stream") {
-          stream = coerce_integer(arg.value());
-          has_stream = true;
-        } else if (arg_key == "correlation") {
-          correlation = coerce_integer(arg.value());
-        } else if (arg_key == "Process Group Description") {
-          comm.group_desc = text_of(arg.value());
-          has_comm_args = true;
-        } else if (arg_key == "Process Group Name") {
-          comm.group_name = text_of(arg.value());
-          has_comm_args = true;
-        } else if (arg_key == "Process Group Ranks") {
-          comm.group_ranks = text_of(arg.value());
-          has_comm_args = true;
-        } else if (arg_key == "Collective name") {
-          comm.collective = text_of(arg.value());
-          has_comm_args = true;
-        }
-      }
+      if (auto error = read_args(value, e)) return error;
     }
   }
-  if (!has_ts) fractional_ts_ = true;
+  if (!e.has_ts) fractional_ts_ = true;
   // HTA drops rows without dur or cat (metadata, instant and flow events) and cat "Trace".
-  if (!has_cat || !has_dur || !has_ts || cat == "Trace") return simdjson::SUCCESS;
-  ++trace_.row_count;
-  trace_.min_ts_us = std::min(trace_.min_ts_us, ts);
+  if (!e.has_cat || !e.has_dur || !e.has_ts || e.cat == "Trace") return simdjson::SUCCESS;
+  add_row(e, index);
+  return simdjson::SUCCESS;
+}
 
+// One row HTA keeps, with its flags, kernel class and communication arguments.
+void TraceBuilder::add_row(const RawEvent& e, std::uint32_t index) {
+  ++trace_.row_count;
+  trace_.min_ts_us = std::min(trace_.min_ts_us, e.ts);
   TraceEvent row;
-  row.ts_us = ts;
-  row.dur_us = dur;
-  row.stream = stream;
-  row.correlation = correlation;
+  row.ts_us = e.ts;
+  row.dur_us = e.dur;
+  row.stream = e.stream;
+  row.correlation = e.correlation;
   row.index = index;
-  row.name_id = intern_name(name);
-  row.cat = cat_class(cat);
+  row.name_id = intern_name(e.name);
+  row.cat = cat_class(e.cat);
   row.kernel = kernel_class_of_name_[row.name_id];
   const bool gpu_row =
-      (stream >= 0 && correlation >= 0) || name == "Event Sync" || name == "Context Sync";
+      (e.stream >= 0 && e.correlation >= 0) || e.name == "Event Sync" || e.name == "Context Sync";
   if (gpu_row) row.flags |= kGpuRow;
-  if (is_profiler_step(name)) row.flags |= kProfilerStep;
-  if (cat == "gpu_user_annotation") row.flags |= kGpuAnnotation;
+  if (is_profiler_step(e.name)) row.flags |= kProfilerStep;
+  if (e.cat == "gpu_user_annotation") row.flags |= kGpuAnnotation;
   if (gpu_row) {
-    if (correlation < 0) gpu_row_with_negative_correlation_ = true;
+    if (e.correlation < 0) gpu_row_with_negative_correlation_ = true;
   } else {
-    trace_.min_cpu_ts_us = std::min(trace_.min_cpu_ts_us, ts);
-    if (correlation < 0) trace_.negative_correlation_cpu_rows.emplace_back(correlation, ts);
+    trace_.min_cpu_ts_us = std::min(trace_.min_cpu_ts_us, e.ts);
+    if (e.correlation < 0) trace_.negative_correlation_cpu_rows.emplace_back(e.correlation, e.ts);
   }
   const bool native_comm =
-      row.kernel == KernelClass::kCommunication || moves_data_between_gpus(name);
+      row.kernel == KernelClass::kCommunication || moves_data_between_gpus(e.name);
   if (row.cat == CatClass::kKernel && native_comm) {
     row.comm = CommKind::kUnknown;  // resolved in finish(), once distributedInfo is known
-    if (has_comm_args) row.comm_args = intern_comm_args(comm);
+    if (e.has_comm_args) row.comm_args = intern_comm_args(e.comm);
   }
   // MTIA device events carry their queue in tid, not args.stream (resolved in finish()).
-  const bool tid_stream = row.cat == CatClass::kKernel && !has_stream && tid >= 0;
+  const bool tid_stream = row.cat == CatClass::kKernel && !e.has_stream && e.tid >= 0;
   if (tid_stream) {
     row.flags |= kStreamFromTid;
-    row.stream = tid;
+    row.stream = e.tid;
   }
-  const bool keep = stream != -1 || gpu_row || correlation >= 0 || row.profiler_step() ||
+  const bool keep = e.stream != -1 || gpu_row || e.correlation >= 0 || row.profiler_step() ||
                     index == 0 || tid_stream;
   if (keep) trace_.events.push_back(row);
-  return simdjson::SUCCESS;
 }
 
 // The kind of each communication kernel: the process-group description in its arguments, else

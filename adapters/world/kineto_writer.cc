@@ -315,45 +315,87 @@ CommArgs comm_args(const StagePlan& plan, std::string collective, double in, dou
   return CommArgs{std::move(collective), in, out, std::move(dtype), &plan.groups.at(group)};
 }
 
+// The tensor-parallel collective around a block of `count` layers: with sequence parallelism an
+// all-gather before it (`gather`) and a reduce-scatter after; without, an all-reduce after.
+void add_tp_comm(const StagePlan& plan, double count, bool gather, std::vector<Op>& ops) {
+  const Layout& l = plan.resolved->layout;
+  if (l.tp <= 1) return;
+  const double h = plan.workload->model.hidden_size;
+  const double tokens = plan.tokens_local;
+  if (l.sequence_parallel) {
+    ops.push_back(Op{Cost::kTp,
+                     count,
+                     nullptr,
+                     kTpStream,
+                     gather ? comm_args(plan, "allgather", tokens * h / l.tp, tokens * h,
+                                        GroupKind::kTensorParallel)
+                            : comm_args(plan, "reduce_scatter", tokens * h, tokens * h / l.tp,
+                                        GroupKind::kTensorParallel),
+                     false,
+                     {}});
+  } else if (!gather) {
+    ops.push_back(
+        Op{Cost::kTp,
+           count,
+           nullptr,
+           kTpStream,
+           comm_args(plan, "allreduce", tokens * h, tokens * h, GroupKind::kTensorParallel),
+           false,
+           {}});
+  }
+}
+
+// The expert exchange of `count` MoE layers: the dispatch before the experts, or the combine
+// after them, as the recipe's dispatcher runs it.
+Op expert_exchange(const StagePlan& plan, double count, bool dispatch) {
+  const Layout& l = plan.resolved->layout;
+  const KernelNames& k = *plan.names;
+  const double h = plan.workload->model.hidden_size;
+  const double tokens = plan.tokens_local;
+  if (l.dispatcher == Dispatcher::kFlex) {
+    return Op{Cost::kEp,
+              count,
+              nullptr,
+              kEpStream,
+              {},
+              true,
+              dispatch ? k.deepep_dispatch : k.deepep_combine};
+  }
+  if (l.dispatcher == Dispatcher::kAllgather) {
+    return Op{Cost::kEp,
+              count,
+              nullptr,
+              kEpStream,
+              dispatch ? comm_args(plan, "allgather", tokens * h / l.tp, tokens * h * l.ep,
+                                   GroupKind::kExpertTensorAndModelParallel)
+                       : comm_args(plan, "reduce_scatter", tokens * h * l.ep, tokens * h / l.tp,
+                                   GroupKind::kExpertTensorAndModelParallel),
+              false,
+              {}};
+  }
+  const double routed = tokens * plan.workload->model.moe_router_topk * h / std::max(1, l.tp);
+  return Op{Cost::kEp,
+            count,
+            nullptr,
+            kEpStream,
+            comm_args(plan, "all_to_allv", routed, routed, GroupKind::kExpertParallel),
+            false,
+            {}};
+}
+
 // The ops of one layer group (`count` layers of one kind), forward.
 void forward_layer_ops(const StagePlan& plan, bool moe_layer, double count, bool mtp,
                        std::vector<Op>& ops) {
   const Layout& l = plan.resolved->layout;
   const KernelNames& k = *plan.names;
-  const double h = plan.workload->model.hidden_size;
   const double tokens = plan.tokens_local;
-  const bool sp = l.sequence_parallel && l.tp > 1;
   const auto compute = [&](Cost cost, double weight, const std::string& name) {
     ops.push_back(Op{cost, weight, &name, kComputeStream, {}, false, {}});
-  };
-  const auto tp_comm = [&](bool gather) {
-    if (l.tp <= 1) return;
-    if (sp) {
-      ops.push_back(Op{Cost::kTp,
-                       count,
-                       nullptr,
-                       kTpStream,
-                       gather ? comm_args(plan, "allgather", tokens * h / l.tp, tokens * h,
-                                          GroupKind::kTensorParallel)
-                              : comm_args(plan, "reduce_scatter", tokens * h, tokens * h / l.tp,
-                                          GroupKind::kTensorParallel),
-                       false,
-                       {}});
-    } else if (!gather) {
-      ops.push_back(
-          Op{Cost::kTp,
-             count,
-             nullptr,
-             kTpStream,
-             comm_args(plan, "allreduce", tokens * h, tokens * h, GroupKind::kTensorParallel),
-             false,
-             {}});
-    }
   };
   const double w_mlp = moe_layer ? plan.w_moe : plan.w_dense;
   compute(Cost::kElementwise, 0.15 * count, k.norm_fwd);
   if (mtp) compute(Cost::kGemm, plan.w_mtp_extra * count, k.gemm_fwd);
-  tp_comm(true);
+  add_tp_comm(plan, count, true, ops);
   compute(Cost::kGemm, 0.7 * plan.w_attention * count, k.gemm_fwd);
   if (l.cp > 1) {
     const double kv = 2.0 * key_value_width(plan.workload->model) / l.tp;
@@ -367,64 +409,25 @@ void forward_layer_ops(const StagePlan& plan, bool moe_layer, double count, bool
   }
   compute(Cost::kAttention, count, k.flash_fwd);
   compute(Cost::kGemm, 0.3 * plan.w_attention * count, k.gemm_fwd);
-  tp_comm(false);
+  add_tp_comm(plan, count, false, ops);
   compute(Cost::kElementwise, 0.1 * count, k.add);
   compute(Cost::kElementwise, 0.15 * count, k.norm_fwd);
-  tp_comm(true);
+  add_tp_comm(plan, count, true, ops);
   if (moe_layer) {
-    const double routed = tokens * plan.workload->model.moe_router_topk * h / std::max(1, l.tp);
     compute(Cost::kGemm, 0.02 * w_mlp * count, k.gemm_fwd);
     compute(Cost::kElementwise, 0.15 * count, k.permute);
-    if (l.dispatcher == Dispatcher::kFlex) {
-      ops.push_back(Op{Cost::kEp, count, nullptr, kEpStream, {}, true, k.deepep_dispatch});
-    } else if (l.dispatcher == Dispatcher::kAllgather) {
-      ops.push_back(Op{Cost::kEp,
-                       count,
-                       nullptr,
-                       kEpStream,
-                       comm_args(plan, "allgather", tokens * h / l.tp, tokens * h * l.ep,
-                                 GroupKind::kExpertTensorAndModelParallel),
-                       false,
-                       {}});
-    } else {
-      ops.push_back(Op{Cost::kEp,
-                       count,
-                       nullptr,
-                       kEpStream,
-                       comm_args(plan, "all_to_allv", routed, routed, GroupKind::kExpertParallel),
-                       false,
-                       {}});
-    }
+    ops.push_back(expert_exchange(plan, count, true));
     compute(Cost::kGemm, 0.66 * w_mlp * count, k.grouped_fwd);
     compute(Cost::kElementwise, 0.2 * count, k.act_fwd);
     compute(Cost::kGemm, 0.32 * w_mlp * count, k.grouped_fwd);
-    if (l.dispatcher == Dispatcher::kFlex) {
-      ops.push_back(Op{Cost::kEp, count, nullptr, kEpStream, {}, true, k.deepep_combine});
-    } else if (l.dispatcher == Dispatcher::kAllgather) {
-      ops.push_back(Op{Cost::kEp,
-                       count,
-                       nullptr,
-                       kEpStream,
-                       comm_args(plan, "reduce_scatter", tokens * h * l.ep, tokens * h / l.tp,
-                                 GroupKind::kExpertTensorAndModelParallel),
-                       false,
-                       {}});
-    } else {
-      ops.push_back(Op{Cost::kEp,
-                       count,
-                       nullptr,
-                       kEpStream,
-                       comm_args(plan, "all_to_allv", routed, routed, GroupKind::kExpertParallel),
-                       false,
-                       {}});
-    }
+    ops.push_back(expert_exchange(plan, count, false));
     compute(Cost::kElementwise, 0.1 * count, k.unpermute);
   } else {
     compute(Cost::kGemm, 0.67 * w_mlp * count, k.gemm_fwd);
     compute(Cost::kElementwise, 0.35 * count, k.act_fwd);
     compute(Cost::kGemm, 0.33 * w_mlp * count, k.gemm_fwd);
   }
-  tp_comm(false);
+  add_tp_comm(plan, count, false, ops);
   compute(Cost::kElementwise, 0.1 * count, k.add);
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -83,12 +84,8 @@ attune::Result<attune::Recipe> read_recipe(const std::string& path) {
   return attune::parse_recipe(text.str(), path);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "A simulated Megatron-LM training job: writes a real Megatron log (and Kineto "
-      "traces) for a recipe on the simulated cluster."};
+// The command line.
+struct Options {
   std::string model, gpu, recipe_path, precision_text = "bf16", log_path, trace_dir, nodes_text;
   std::string baseline_path;
   std::string fault_text = "none", stack_name = "megatron-bridge";
@@ -97,34 +94,92 @@ int main(int argc, char** argv) {
   std::uint64_t reality_seed = 0, run_seed = 0;
   bool realtime = false;
   double step_ms = 0, time_scale = 1.0;
-  app.add_option("--model", model, "model preset or TOML file")->required();
-  app.add_option("--gpu", gpu, "hardware preset or TOML file")->required();
-  app.add_option("--gpus", gpus, "GPU count")->required();
-  app.add_option("--seq", seq, "sequence length")->required();
-  app.add_option("--gbs", gbs, "global batch size (sequences)")->required();
-  app.add_option("--recipe", recipe_path, "the recipe: Megatron-LM flags and environment")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--model", o.model, "model preset or TOML file")->required();
+  app.add_option("--gpu", o.gpu, "hardware preset or TOML file")->required();
+  app.add_option("--gpus", o.gpus, "GPU count")->required();
+  app.add_option("--seq", o.seq, "sequence length")->required();
+  app.add_option("--gbs", o.gbs, "global batch size (sequences)")->required();
+  app.add_option("--recipe", o.recipe_path, "the recipe: Megatron-LM flags and environment")
       ->required();
-  app.add_option("--precision", precision_text, "bf16 or fp8")
+  app.add_option("--precision", o.precision_text, "bf16 or fp8")
       ->check(CLI::IsMember({"bf16", "fp8"}));
-  app.add_option("--steps", steps, "training steps")->check(CLI::PositiveNumber);
-  app.add_option("--log", log_path, "the log file to write")->required();
-  app.add_option("--trace-dir", trace_dir, "profile: write Kineto traces here");
-  app.add_option("--nodes", nodes_text, "the allocation, comma-separated node names");
-  app.add_option("--reality-seed", reality_seed, "the simulated world (0: the default one)");
-  app.add_option("--baseline", baseline_path,
+  app.add_option("--steps", o.steps, "training steps")->check(CLI::PositiveNumber);
+  app.add_option("--log", o.log_path, "the log file to write")->required();
+  app.add_option("--trace-dir", o.trace_dir, "profile: write Kineto traces here");
+  app.add_option("--nodes", o.nodes_text, "the allocation, comma-separated node names");
+  app.add_option("--reality-seed", o.reality_seed, "the simulated world (0: the default one)");
+  app.add_option("--baseline", o.baseline_path,
                  "the campaign's baseline recipe: the world keeps it fitting in memory, as a "
                  "campaign's world does");
-  app.add_option("--stack", stack_name,
+  app.add_option("--stack", o.stack_name,
                  "the cluster's software stack: megatron-bridge (default), slime, or a TOML file");
-  app.add_option("--run-seed", run_seed, "this run's seed");
-  app.add_option("--fault", fault_text,
+  app.add_option("--run-seed", o.run_seed, "this run's seed");
+  app.add_option("--fault", o.fault_text,
                  "inject a fault: aux-loss-coeff, grad-scale, drop-microbatch");
-  app.add_flag("--realtime", realtime, "pace the job in real time");
-  app.add_option("--step-ms", step_ms, "with --realtime: milliseconds per step")
+  app.add_flag("--realtime", o.realtime, "pace the job in real time");
+  app.add_option("--step-ms", o.step_ms, "with --realtime: milliseconds per step")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--time-scale", time_scale,
+  app.add_option("--time-scale", o.time_scale,
                  "with --realtime and no --step-ms: real seconds per simulated second")
       ->check(CLI::PositiveNumber);
+}
+
+// The world the job runs in: the workload, the stack, the reality seed and the baseline.
+attune::Result<attune::sim::WorldConfig> world_config(const Options& o) {
+  attune::Result<attune::sim::StackProfile> stack = attune::sim::load_stack(o.stack_name);
+  if (!stack.ok()) return attune::make_error(stack.error());
+  attune::sim::WorldConfig config;
+  config.reality_seed = o.reality_seed;
+  config.stack = std::move(stack).value();
+  if (!o.baseline_path.empty()) {
+    attune::Result<attune::Recipe> baseline = read_recipe(o.baseline_path);
+    if (!baseline.ok()) return attune::make_error(baseline.error());
+    config.baseline = std::move(baseline).value();
+  }
+  return config;
+}
+
+// Writes the job's log, piece by piece (paced in real time with --realtime), and its traces
+// before the last step's line. Returns an exit code where writing failed.
+std::optional<int> write_log(attune::sim::SimJob& job, const Options& o) {
+  std::ofstream log(o.log_path, std::ios::binary | std::ios::trunc);
+  if (!log) return fail(o.log_path + ": cannot write the log");
+  const std::int64_t start_ns = o.realtime ? now_unix_ns() : attune::sim::kVirtualStartUnixNs;
+  const auto started = std::chrono::steady_clock::now();
+  const auto steps_completed = static_cast<std::uint32_t>(job.run().step_times_s.size());
+  for (std::size_t i = 0; i < job.pieces().size(); ++i) {
+    const LogPiece& piece = job.pieces()[i];
+    std::int64_t stamp_ns = start_ns + static_cast<std::int64_t>(piece.at_s * 1e9);
+    if (o.realtime) {
+      const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(real_due_s(
+                                         piece, o.step_ms, o.time_scale, steps_completed)));
+      std::this_thread::sleep_until(due);
+      stamp_ns = now_unix_ns();
+    }
+    const bool last_step = piece.kind == LogPiece::Kind::kStep && piece.step == steps_completed;
+    if (last_step && job.writes_traces()) {
+      attune::Result<std::vector<std::string>> traces = job.write_traces(o.trace_dir, start_ns);
+      if (!traces.ok()) return fail(traces.error());
+    }
+    log << job.render(i, stamp_ns);
+    log.flush();
+    if (!log) return fail(o.log_path + ": cannot write the log");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "A simulated Megatron-LM training job: writes a real Megatron log (and Kineto "
+      "traces) for a recipe on the simulated cluster."};
+  Options o;
+  add_options(app, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -133,59 +188,26 @@ int main(int argc, char** argv) {
   }
 
   const std::optional<attune::sim::Precision> precision =
-      attune::sim::parse_precision(precision_text);
-  const std::optional<attune::sim::Fault> fault = attune::sim::parse_fault(fault_text);
-  if (!fault) return fail("unknown --fault '" + fault_text + "'");
+      attune::sim::parse_precision(o.precision_text);
+  const std::optional<attune::sim::Fault> fault = attune::sim::parse_fault(o.fault_text);
+  if (!fault) return fail("unknown --fault '" + o.fault_text + "'");
   attune::Result<attune::sim::Workload> workload =
-      attune::sim::load_workload(model, gpu, gpus, seq, gbs, precision.value());
+      attune::sim::load_workload(o.model, o.gpu, o.gpus, o.seq, o.gbs, precision.value());
   if (!workload.ok()) return fail(workload.error());
-  attune::Result<attune::Recipe> recipe = read_recipe(recipe_path);
+  attune::Result<attune::Recipe> recipe = read_recipe(o.recipe_path);
   if (!recipe.ok()) return fail(recipe.error());
+  attune::Result<attune::sim::WorldConfig> config = world_config(o);
+  if (!config.ok()) return fail(config.error());
 
-  attune::Result<attune::sim::StackProfile> stack = attune::sim::load_stack(stack_name);
-  if (!stack.ok()) return fail(stack.error());
-  attune::sim::WorldConfig config;
-  config.reality_seed = reality_seed;
-  config.stack = std::move(stack).value();
-  if (!baseline_path.empty()) {
-    attune::Result<attune::Recipe> baseline = read_recipe(baseline_path);
-    if (!baseline.ok()) return fail(baseline.error());
-    config.baseline = std::move(baseline).value();
-  }
-  const attune::sim::World world(std::move(workload).value(), config);
+  const attune::sim::World world(std::move(workload).value(), std::move(config).value());
   attune::sim::SimJobRun spec;
-  spec.steps = steps;
-  spec.run_seed = run_seed;
-  spec.nodes = split_nodes(nodes_text);
-  spec.profile = !trace_dir.empty();
+  spec.steps = o.steps;
+  spec.run_seed = o.run_seed;
+  spec.nodes = split_nodes(o.nodes_text);
+  spec.profile = !o.trace_dir.empty();
   spec.fault = *fault;
   attune::sim::SimJob job(world, *recipe, spec);
-
-  std::ofstream log(log_path, std::ios::binary | std::ios::trunc);
-  if (!log) return fail(log_path + ": cannot write the log");
-  const std::int64_t start_ns = realtime ? now_unix_ns() : attune::sim::kVirtualStartUnixNs;
-  const auto started = std::chrono::steady_clock::now();
-  const auto steps_completed = static_cast<std::uint32_t>(job.run().step_times_s.size());
-  for (std::size_t i = 0; i < job.pieces().size(); ++i) {
-    const LogPiece& piece = job.pieces()[i];
-    std::int64_t stamp_ns = start_ns + static_cast<std::int64_t>(piece.at_s * 1e9);
-    if (realtime) {
-      const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                     std::chrono::duration<double>(
-                                         real_due_s(piece, step_ms, time_scale, steps_completed)));
-      std::this_thread::sleep_until(due);
-      stamp_ns = now_unix_ns();
-    }
-    const bool last_step = piece.kind == LogPiece::Kind::kStep && piece.step == steps_completed;
-    if (last_step && job.writes_traces()) {
-      attune::Result<std::vector<std::string>> traces = job.write_traces(trace_dir, start_ns);
-      if (!traces.ok()) return fail(traces.error());
-    }
-    log << job.render(i, stamp_ns);
-    log.flush();
-    if (!log) return fail(log_path + ": cannot write the log");
-  }
-  log.close();
+  if (std::optional<int> failed = write_log(job, o)) return *failed;
   const std::optional<int> exit_code = job.exit_code();
   if (!exit_code) hang_forever();
   return *exit_code;

@@ -198,44 +198,14 @@ Status SlurmLauncher::submit(const LaunchSpec& spec) {
   const std::uint32_t nodes =
       std::max<std::uint32_t>(1, (spec.gpus + options_.gpus_per_node - 1) / options_.gpus_per_node);
 
-  SbatchValues values;
-  values.campaign_id = spec.campaign_id;
-  values.job_name = spec.job_name;
-  values.run_id = spec.run_id;
-  values.steps = spec.steps;
-  values.nodes = nodes;
-  values.gpus = spec.gpus;
-  values.gpus_per_node = options_.gpus_per_node;
-  values.log_path = job->log_file;
-  values.recipe_file = work_path("recipes", spec.job_name + ".recipe");
-  values.recipe = recipe.value();
-  const std::string script_file = work_path("scripts", spec.job_name + ".sbatch");
-  {
-    std::ofstream recipe_out(values.recipe_file, std::ios::binary | std::ios::trunc);
-    recipe_out << spec.recipe;
-    std::ofstream script_out(script_file, std::ios::binary | std::ios::trunc);
-    script_out << render_sbatch_script(options_.job_template, values);
-    if (!recipe_out || !script_out) {
-      return make_error(script_file + ": cannot write the batch script or its recipe");
-    }
-  }
+  auto script_file = write_job_files(spec, recipe.value(), job->log_file, nodes);
+  if (!script_file.ok()) return make_error(script_file.error());
   // The log exists from submission on, so that its growth is measured from zero.
   std::ofstream(job->log_file, std::ios::binary | std::ios::trunc).flush();
 
-  std::vector<std::string> argv = {command("sbatch"),
-                                   "--parsable",
-                                   "--job-name=" + spec.job_name,
-                                   "--output=" + job->log_file,
-                                   "--error=" + job->log_file,
-                                   "--open-mode=append",
-                                   "--no-requeue",
-                                   "--chdir=" + work_dir_,
-                                   "--nodes=" + std::to_string(nodes)};
-  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
   const std::vector<std::string> excluded = exclusions(spec.exclude_nodes, nodes);
-  if (!excluded.empty()) argv.push_back("--exclude=" + joined(excluded, ','));
-  argv.insert(argv.end(), options_.sbatch_args.begin(), options_.sbatch_args.end());
-  argv.push_back(script_file);
+  const std::vector<std::string> argv =
+      sbatch_argv(spec, job->log_file, nodes, excluded, script_file.value());
   const std::int64_t submitted_at = scheduler_.now_unix_ns();
   auto submitted = run(argv);
   if (!submitted.ok()) return make_error(submitted.error());
@@ -265,17 +235,64 @@ Status SlurmLauncher::submit(const LaunchSpec& spec) {
   Job& placed = *job;
   known_[spec.job_name] = std::move(job);
   active_[spec.run_id] = &placed;
+  announce_submitted(placed);
+  return Ok{};
+}
+
+Result<std::string> SlurmLauncher::write_job_files(const LaunchSpec& spec, const Recipe& recipe,
+                                                   const std::string& log_file,
+                                                   std::uint32_t nodes) const {
+  SbatchValues values;
+  values.campaign_id = spec.campaign_id;
+  values.job_name = spec.job_name;
+  values.run_id = spec.run_id;
+  values.steps = spec.steps;
+  values.nodes = nodes;
+  values.gpus = spec.gpus;
+  values.gpus_per_node = options_.gpus_per_node;
+  values.log_path = log_file;
+  values.recipe_file = work_path("recipes", spec.job_name + ".recipe");
+  values.recipe = recipe;
+  const std::string script_file = work_path("scripts", spec.job_name + ".sbatch");
+  std::ofstream recipe_out(values.recipe_file, std::ios::binary | std::ios::trunc);
+  recipe_out << spec.recipe;
+  std::ofstream script_out(script_file, std::ios::binary | std::ios::trunc);
+  script_out << render_sbatch_script(options_.job_template, values);
+  recipe_out.flush();
+  script_out.flush();
+  if (!recipe_out || !script_out) {
+    return make_error(script_file + ": cannot write the batch script or its recipe");
+  }
+  return script_file;
+}
+
+std::vector<std::string> SlurmLauncher::sbatch_argv(const LaunchSpec& spec,
+                                                    const std::string& log_file,
+                                                    std::uint32_t nodes,
+                                                    const std::vector<std::string>& excluded,
+                                                    const std::string& script_file) const {
+  std::vector<std::string> argv = {
+      command("sbatch"),      "--parsable",           "--job-name=" + spec.job_name,
+      "--output=" + log_file, "--error=" + log_file,  "--open-mode=append",
+      "--no-requeue",         "--chdir=" + work_dir_, "--nodes=" + std::to_string(nodes)};
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  if (!excluded.empty()) argv.push_back("--exclude=" + joined(excluded, ','));
+  argv.insert(argv.end(), options_.sbatch_args.begin(), options_.sbatch_args.end());
+  argv.push_back(script_file);
+  return argv;
+}
+
+void SlurmLauncher::announce_submitted(const Job& job) {
   JobReport report_submitted;
   report_submitted.kind = JobReport::Kind::kSubmitted;
-  report_submitted.run_id = spec.run_id;
-  report_submitted.launcher_job_id = placed.job_id;
-  report_submitted.at_unix_ns = submitted_at;
+  report_submitted.run_id = job.spec.run_id;
+  report_submitted.launcher_job_id = job.job_id;
+  report_submitted.at_unix_ns = job.submitted_at_unix_ns;
   std::weak_ptr<int> alive = alive_;
   scheduler_.schedule_at(scheduler_.now_unix_ns(), [this, alive, report_submitted] {
     if (!alive.expired()) report(report_submitted);
   });
   ensure_polling();
-  return Ok{};
 }
 
 Result<std::vector<SlurmJobFacts>> SlurmLauncher::listing() {

@@ -91,6 +91,16 @@ class SlurmLauncher final : public Launcher {
   std::string reported_path(const std::string& absolute_path) const;
   std::vector<std::string> exclusions(const std::vector<std::string>& asked,
                                       std::uint32_t nodes_needed) const;
+  // Writes the job's recipe and batch script under the work folder; returns the script's path.
+  Result<std::string> write_job_files(const LaunchSpec& spec, const Recipe& recipe,
+                                      const std::string& log_file, std::uint32_t nodes) const;
+  // sbatch's command line for the job's script, `excluded` nodes kept out.
+  std::vector<std::string> sbatch_argv(const LaunchSpec& spec, const std::string& log_file,
+                                       std::uint32_t nodes,
+                                       const std::vector<std::string>& excluded,
+                                       const std::string& script_file) const;
+  // After sbatch: the report that the job was submitted, and polling.
+  void announce_submitted(const Job& job);
   Result<std::vector<SlurmJobFacts>> listing();
   std::vector<SlurmJobFacts> finished_records(const std::vector<Job*>& jobs, bool by_name);
   void ensure_polling();

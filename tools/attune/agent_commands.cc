@@ -436,9 +436,8 @@ int run_agent_install(const InstallOptions& options) {
   return kExitOk;
 }
 
-}  // namespace
-
-void add_agent_commands(CLI::App& app, int& exit_code) {
+// `attune propose`: a candidate from an external tuner.
+void add_propose_command(CLI::App& app, int& exit_code) {
   auto propose = std::make_shared<ProposeOptions>();
   CLI::App* propose_command = app.add_subcommand(
       "propose",
@@ -463,7 +462,10 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
                               "The gain you expect, as a fraction (0.05 = 5 %)");
   propose_command->add_flag("--profile", propose->profile, "Profile the candidate's run");
   propose_command->callback([&exit_code, propose] { exit_code = run_propose(*propose); });
+}
 
+// The live campaign's views and its stop: `attune profile`, `wait`, `log` and `stop`.
+void add_live_commands(CLI::App& app, int& exit_code) {
   auto profile_socket = std::make_shared<SocketOption>();
   auto profile_run = std::make_shared<std::uint32_t>(0);
   CLI::App* profile =
@@ -515,7 +517,10 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
           return "stop recorded; the campaign is " + r.value("phase", std::string()) + "\n";
         });
   });
+}
 
+// `attune hook stop` and `attune hook pre-tool`, for an agent's harness.
+void add_hook_commands(CLI::App& app, int& exit_code) {
   CLI::App* hook = app.add_subcommand(
       "hook", "Hooks for an agent's harness (JSON on stdin, the decision as JSON on stdout)");
   hook->require_subcommand(1);
@@ -534,11 +539,12 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
       "are recorded as AccessDenied");
   pre_tool->add_option("--policy", *policy_path, "The agent policy (TOML)")->required();
   pre_tool->callback([&exit_code, policy_path] { exit_code = run_hook_pre_tool(*policy_path); });
+}
 
-  CLI::App* agent = app.add_subcommand("agent", "Install and run an external coding agent");
-  agent->require_subcommand(1);
+// `attune agent install`.
+void add_agent_install_command(CLI::App& agent, int& exit_code) {
   auto install = std::make_shared<InstallOptions>();
-  CLI::App* install_command = agent->add_subcommand(
+  CLI::App* install_command = agent.add_subcommand(
       "install",
       "Write the skill, the deny-by-default policy and the hook settings for a "
       "Claude-Code-style agent working in DIR");
@@ -562,7 +568,10 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
                             "Replace a .claude/settings.json that attune did not write (it is kept "
                             "as settings.json.bak)");
   install_command->callback([&exit_code, install] { exit_code = run_agent_install(*install); });
+}
 
+// `attune agent run`.
+void add_agent_run_command(CLI::App& agent, int& exit_code) {
   struct RunAgent {
     std::string campaign_file;
     std::string db = "attune-ledger";
@@ -570,7 +579,7 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto run = std::make_shared<RunAgent>();
-  CLI::App* run_command = agent->add_subcommand(
+  CLI::App* run_command = agent.add_subcommand(
       "run",
       "Run a campaign whose tuner is an external agent: serve the control socket, start the "
       "agent command and restart it after a crash until the campaign ships");
@@ -592,6 +601,18 @@ void add_agent_commands(CLI::App& app, int& exit_code) {
     exit_code = run_campaign_file(run->campaign_file, run->db, std::string("external"), run->agent,
                                   run->json);
   });
+}
+
+}  // namespace
+
+void add_agent_commands(CLI::App& app, int& exit_code) {
+  add_propose_command(app, exit_code);
+  add_live_commands(app, exit_code);
+  add_hook_commands(app, exit_code);
+  CLI::App* agent = app.add_subcommand("agent", "Install and run an external coding agent");
+  agent->require_subcommand(1);
+  add_agent_install_command(*agent, exit_code);
+  add_agent_run_command(*agent, exit_code);
 }
 
 int live_status(const std::string& socket, bool as_json) {

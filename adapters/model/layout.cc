@@ -576,8 +576,87 @@ Result<std::vector<VirtualStage>> split_by_flags(const ModelSpec& model, const L
 }
 
 // Megatron's rules for recomputation.
-Status check_recompute(const Workload& w, Layout& l) {
+// Megatron's checks on --distribute-saved-activations.
+Status check_distributed_saved_activations(const Layout& l) {
+  if (l.tp == 1) {
+    return make_error(
+        "can distribute recomputed activations only across tensor model parallel groups");
+  }
+  if (l.recompute != RecomputeGranularity::kFull) {
+    return make_error(
+        "distributed recompute activations is only application to full recompute granularity");
+  }
+  if (l.recompute_method == RecomputeMethod::kNone) {
+    return make_error(
+        "for distributed recompute activations to work you need to use a recompute method ");
+  }
+  if (l.sequence_parallel) {
+    return make_error(
+        "distribute_saved_activations: True must be false when sequence parallel is enabled: "
+        "True");
+  }
+  return Ok{};
+}
+
+// Megatron's checks on selective recomputation and its modules.
+Status check_selective_recompute(const Workload& w, const Layout& l) {
   const ModelSpec& model = w.model;
+  if (l.recompute_method != RecomputeMethod::kNone) {
+    return make_error(
+        "recompute method is not yet supported for selective recomputing granularity");
+  }
+  if (l.recompute_num_layers != 0) {
+    return make_error(
+        "When using recompute_granularity: selective recompute_num_layers must be None.");
+  }
+  if (!l.unknown_recompute_modules.empty()) {
+    std::string names;
+    for (std::string_view word : split_words(l.unknown_recompute_modules)) {
+      append_word(names, "'" + str(word) + "'", ", ");
+    }
+    return make_error("Invalid choices for recompute_modules: {" + names +
+                      "}. Allowed modules are: {core_attn, moe_act, layernorm, mla_up_proj, "
+                      "mlp, moe, shared_experts, gdn_norm_out, gdp_in_proj, gdp_qkv, mhc}");
+  }
+  if ((l.recompute_modules & kRecomputeMoeAct) && !l.grouped_gemm) {
+    return make_error("moe_act in recompute_modules is only supported with moe_grouped_gemm.");
+  }
+  if ((l.recompute_modules & kRecomputeMlaUpProj) &&
+      model.attention != AttentionKind::kMultiLatent) {
+    return make_error(
+        "mla_up_proj in recompute_modules is only supported with multi_latent_attention.");
+  }
+  if ((l.recompute_modules & kRecomputeSharedExperts) && l.shared_expert_overlap) {
+    return make_error("shared_experts recompute cannot work with --moe-shared-expert-overlap.");
+  }
+  if (w.precision == Precision::kFp8 && l.fp8_recipe == "delayed" &&
+      (l.recompute_modules & (kRecomputeMoeAct | kRecomputeLayernorm))) {
+    return make_error("Delayed scaling does not support moe_act and layernorm recompute for fp8.");
+  }
+  return Ok{};
+}
+
+// Megatron's checks on full recomputation.
+Status check_full_recompute(const Workload& w, const Layout& l) {
+  const ModelSpec& model = w.model;
+  if (l.recompute_method == RecomputeMethod::kNone) {
+    return make_error(
+        "Using recompute_granularity: full so recompute_method must be \"block\" or \"uniform\"");
+  }
+  const int per_rank = model.num_layers / l.pp;
+  if (l.recompute_num_layers < 1 || l.recompute_num_layers > per_rank) {
+    return make_error(
+        "When using recompute_granularity: full recompute_num_layers must be between 1 and "
+        "num_layers_per_pipeline_rank: " +
+        num(per_rank));
+  }
+  if (l.cuda_graph != CudaGraphImpl::kNone && l.cuda_graph != CudaGraphImpl::kFullIteration) {
+    return make_error("full recompute is only supported with full iteration CUDA graph.");
+  }
+  return Ok{};
+}
+
+Status check_recompute(const Workload& w, Layout& l) {
   if (l.moe_layer_recompute) {
     if (l.recompute == RecomputeGranularity::kFull) {
       return make_error("Do not set --moe-layer-recompute with full recompute granularity. ");
@@ -586,75 +665,10 @@ Status check_recompute(const Workload& w, Layout& l) {
     l.recompute_modules |= kRecomputeMoe;
   }
   if (l.distribute_saved_activations) {
-    if (l.tp == 1) {
-      return make_error(
-          "can distribute recomputed activations only across tensor model parallel groups");
-    }
-    if (l.recompute != RecomputeGranularity::kFull) {
-      return make_error(
-          "distributed recompute activations is only application to full recompute granularity");
-    }
-    if (l.recompute_method == RecomputeMethod::kNone) {
-      return make_error(
-          "for distributed recompute activations to work you need to use a recompute method ");
-    }
-    if (l.sequence_parallel) {
-      return make_error(
-          "distribute_saved_activations: True must be false when sequence parallel is enabled: "
-          "True");
-    }
+    if (Status s = check_distributed_saved_activations(l); !s.ok()) return s;
   }
-  if (l.recompute == RecomputeGranularity::kSelective) {
-    if (l.recompute_method != RecomputeMethod::kNone) {
-      return make_error(
-          "recompute method is not yet supported for selective recomputing granularity");
-    }
-    if (l.recompute_num_layers != 0) {
-      return make_error(
-          "When using recompute_granularity: selective recompute_num_layers must be None.");
-    }
-    if (!l.unknown_recompute_modules.empty()) {
-      std::string names;
-      for (std::string_view word : split_words(l.unknown_recompute_modules)) {
-        append_word(names, "'" + str(word) + "'", ", ");
-      }
-      return make_error("Invalid choices for recompute_modules: {" + names +
-                        "}. Allowed modules are: {core_attn, moe_act, layernorm, mla_up_proj, "
-                        "mlp, moe, shared_experts, gdn_norm_out, gdp_in_proj, gdp_qkv, mhc}");
-    }
-    if ((l.recompute_modules & kRecomputeMoeAct) && !l.grouped_gemm) {
-      return make_error("moe_act in recompute_modules is only supported with moe_grouped_gemm.");
-    }
-    if ((l.recompute_modules & kRecomputeMlaUpProj) &&
-        model.attention != AttentionKind::kMultiLatent) {
-      return make_error(
-          "mla_up_proj in recompute_modules is only supported with multi_latent_attention.");
-    }
-    if ((l.recompute_modules & kRecomputeSharedExperts) && l.shared_expert_overlap) {
-      return make_error("shared_experts recompute cannot work with --moe-shared-expert-overlap.");
-    }
-    if (w.precision == Precision::kFp8 && l.fp8_recipe == "delayed" &&
-        (l.recompute_modules & (kRecomputeMoeAct | kRecomputeLayernorm))) {
-      return make_error(
-          "Delayed scaling does not support moe_act and layernorm recompute for fp8.");
-    }
-  }
-  if (l.recompute == RecomputeGranularity::kFull) {
-    if (l.recompute_method == RecomputeMethod::kNone) {
-      return make_error(
-          "Using recompute_granularity: full so recompute_method must be \"block\" or \"uniform\"");
-    }
-    const int per_rank = model.num_layers / l.pp;
-    if (l.recompute_num_layers < 1 || l.recompute_num_layers > per_rank) {
-      return make_error(
-          "When using recompute_granularity: full recompute_num_layers must be between 1 and "
-          "num_layers_per_pipeline_rank: " +
-          num(per_rank));
-    }
-    if (l.cuda_graph != CudaGraphImpl::kNone && l.cuda_graph != CudaGraphImpl::kFullIteration) {
-      return make_error("full recompute is only supported with full iteration CUDA graph.");
-    }
-  }
+  if (l.recompute == RecomputeGranularity::kSelective) return check_selective_recompute(w, l);
+  if (l.recompute == RecomputeGranularity::kFull) return check_full_recompute(w, l);
   return Ok{};
 }
 

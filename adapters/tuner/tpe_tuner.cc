@@ -308,6 +308,24 @@ TpeTuner::TpeTuner(sim::Workload workload, std::uint64_t seed, std::string pytho
 
 TpeTuner::~TpeTuner() = default;
 
+Status TpeTuner::begin_search(const json& space, const json& history) {
+  if (!bridge_) {
+    auto started = TpeBridge::start(python_);
+    if (!started.ok()) return make_error(started.error());
+    bridge_ = std::move(started).value();
+  }
+  auto begun = bridge_->call({{"op", "begin"},
+                              {"seed", seed_},
+                              {"startup", kTpeStartupTrials},
+                              {"space", space},
+                              {"history", history}});
+  if (!begun.ok()) {
+    bridge_.reset();
+    return make_error(begun.error());
+  }
+  return Ok{};
+}
+
 TunerAnswer TpeTuner::next(const TunerView& view) {
   const ControlState& state = view.state;
   auto stop = [](const std::string& why) {
@@ -330,20 +348,7 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
 
   const TpeHistory past = tpe_history(workload_, baseline_layout.value(), space, view);
 
-  if (!bridge_) {
-    auto started = TpeBridge::start(python_);
-    if (!started.ok()) return stop(started.error());
-    bridge_ = std::move(started).value();
-  }
-  auto begun = bridge_->call({{"op", "begin"},
-                              {"seed", seed_},
-                              {"startup", kTpeStartupTrials},
-                              {"space", space},
-                              {"history", past.history}});
-  if (!begun.ok()) {
-    bridge_.reset();
-    return stop(begun.error());
-  }
+  if (Status begun = begin_search(space, past.history); !begun.ok()) return stop(begun.error());
   for (int draw = 0; draw < kTpeDrawsPerAnswerMax; ++draw) {
     auto asked = bridge_->call({{"op", "ask"}});
     if (!asked.ok()) {

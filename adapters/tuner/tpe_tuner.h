@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "adapters/model/workload.h"
 #include "core/ports.h"
 
@@ -58,6 +60,9 @@ class TpeTuner final : public Tuner {
   bool black_box() const override { return true; }
 
  private:
+  // Starts the TPE process once, then gives it the space and the history: (re)begins the search.
+  Status begin_search(const nlohmann::json& space, const nlohmann::json& history);
+
   sim::Workload workload_;
   std::uint64_t seed_;
   std::vector<int> micro_batch_sizes_;

@@ -144,6 +144,59 @@ double own_work_ms(const StepBreakdown& s) {
 
 }  // namespace
 
+namespace {
+
+// One traced stage: each ProfilerStep's breakdown and their mean; the whole trace as one step
+// where it marks none (with a warning).
+StageDiagnosis diagnose_stage(int stage, const RankTrace* trace, const Timeline& timeline,
+                              std::vector<std::string>& warnings) {
+  StageDiagnosis stage_diagnosis;
+  stage_diagnosis.stage = stage;
+  stage_diagnosis.rank = true_rank(*trace);
+  stage_diagnosis.path = trace->path;
+  std::vector<const TraceEvent*> steps;
+  for (const TraceEvent& e : trace->events) {
+    // The CPU annotation; its GPU-side span (gpu_user_annotation) is the same step.
+    if (e.profiler_step() && !e.gpu_row() && (e.flags & kGpuAnnotation) == 0 && e.dur_us > 0) {
+      steps.push_back(&e);
+    }
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const TraceEvent* a, const TraceEvent* b) { return a->ts_us < b->ts_us; });
+  for (const TraceEvent* step : steps) {
+    stage_diagnosis.steps.push_back(
+        step_of(timeline, trace->names[step->name_id], step->ts_us, step->ts_us + step->dur_us));
+  }
+  if (steps.empty()) {
+    warnings.push_back("rank " + std::to_string(true_rank(*trace)) +
+                       ": no ProfilerStep in the trace; the whole trace is taken as "
+                       "one step (" +
+                       trace->path + ")");
+    double last_end = -kInfinity;
+    for (const Op& op : timeline.ops) last_end = std::max(last_end, op.end);
+    stage_diagnosis.steps.push_back(
+        step_of(timeline, "trace", timeline.ops.front().begin, last_end));
+  }
+  stage_diagnosis.mean = mean_of(stage_diagnosis.steps);
+  return stage_diagnosis;
+}
+
+// The slowest stage's largest cost: host-bound time, an exposed communication kind or idle time.
+std::string largest_cost(const StageDiagnosis& slowest) {
+  std::string cost = "host_bound";
+  double cost_ms = slowest.mean.host_bound_ms;
+  for (int k = 0; k < kCommKindCount; ++k) {
+    if (slowest.mean.exposed_comm_ms[k] > cost_ms) {
+      cost = comm_kind_name(static_cast<CommKind>(k));
+      cost_ms = slowest.mean.exposed_comm_ms[k];
+    }
+  }
+  if (slowest.mean.idle_ms > cost_ms) cost = "idle";
+  return cost + " on stage " + std::to_string(slowest.stage);
+}
+
+}  // namespace
+
 Result<Diagnosis> diagnose_stages(const TraceDirectory& directory) {
   Diagnosis diagnosis;
   // Stages: pipeline positions when every trace names one, else the rank order.
@@ -172,35 +225,7 @@ Result<Diagnosis> diagnose_stages(const TraceDirectory& directory) {
                                    std::to_string(stage) + " left out (" + trace->path + ")");
       continue;
     }
-    StageDiagnosis stage_diagnosis;
-    stage_diagnosis.stage = stage;
-    stage_diagnosis.rank = true_rank(*trace);
-    stage_diagnosis.path = trace->path;
-    std::vector<const TraceEvent*> steps;
-    for (const TraceEvent& e : trace->events) {
-      // The CPU annotation; its GPU-side span (gpu_user_annotation) is the same step.
-      if (e.profiler_step() && !e.gpu_row() && (e.flags & kGpuAnnotation) == 0 && e.dur_us > 0) {
-        steps.push_back(&e);
-      }
-    }
-    std::stable_sort(steps.begin(), steps.end(),
-                     [](const TraceEvent* a, const TraceEvent* b) { return a->ts_us < b->ts_us; });
-    for (const TraceEvent* step : steps) {
-      stage_diagnosis.steps.push_back(
-          step_of(timeline, trace->names[step->name_id], step->ts_us, step->ts_us + step->dur_us));
-    }
-    if (steps.empty()) {
-      diagnosis.warnings.push_back("rank " + std::to_string(true_rank(*trace)) +
-                                   ": no ProfilerStep in the trace; the whole trace is taken as "
-                                   "one step (" +
-                                   trace->path + ")");
-      double last_end = -kInfinity;
-      for (const Op& op : timeline.ops) last_end = std::max(last_end, op.end);
-      stage_diagnosis.steps.push_back(
-          step_of(timeline, "trace", timeline.ops.front().begin, last_end));
-    }
-    stage_diagnosis.mean = mean_of(stage_diagnosis.steps);
-    diagnosis.stages.push_back(std::move(stage_diagnosis));
+    diagnosis.stages.push_back(diagnose_stage(stage, trace, timeline, diagnosis.warnings));
   }
   if (diagnosis.stages.empty()) {
     return make_error(directory.path + ": no traced rank has a GPU kernel, memcpy or memset");
@@ -211,17 +236,7 @@ Result<Diagnosis> diagnose_stages(const TraceDirectory& directory) {
       diagnosis.slowest = i;
     }
   }
-  const StageDiagnosis& slowest = diagnosis.stages[diagnosis.slowest];
-  std::string cost = "host_bound";
-  double cost_ms = slowest.mean.host_bound_ms;
-  for (int k = 0; k < kCommKindCount; ++k) {
-    if (slowest.mean.exposed_comm_ms[k] > cost_ms) {
-      cost = comm_kind_name(static_cast<CommKind>(k));
-      cost_ms = slowest.mean.exposed_comm_ms[k];
-    }
-  }
-  if (slowest.mean.idle_ms > cost_ms) cost = "idle";
-  diagnosis.largest_cost = cost + " on stage " + std::to_string(slowest.stage);
+  diagnosis.largest_cost = largest_cost(diagnosis.stages[diagnosis.slowest]);
   return diagnosis;
 }
 

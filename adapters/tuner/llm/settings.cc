@@ -111,13 +111,10 @@ bool is_loopback_endpoint(std::string_view endpoint) {
   return false;
 }
 
-Result<LlmSettings> parse_llm_settings(std::string_view toml_text, const EnvLookup& env) {
-  toml::table table;
-  try {
-    table = toml::parse(toml_text, std::string_view("[tuner]"));
-  } catch (const toml::parse_error& e) {
-    return make_error(std::string(kWhere) + ": " + std::string(e.description()));
-  }
+namespace {
+
+// Every key under [tuner] is one the LLM tuner reads.
+Status check_known_keys(const toml::table& table) {
   static const std::set<std::string> kKeys = {"name",
                                               "learned_rules",
                                               "simulated_rules",
@@ -144,6 +141,45 @@ Result<LlmSettings> parse_llm_settings(std::string_view toml_text, const EnvLook
                         "connect_timeout_seconds, retries, retry_base_ms or framework_source");
     }
   }
+  return Ok{};
+}
+
+// The endpoint is https (or plain http on loopback), and the API key is read from the variable
+// api_key_env names, which only a loopback endpoint may leave out.
+Status check_endpoint_and_key(const EnvLookup& env, LlmSettings& s) {
+  const bool https = s.endpoint.rfind("https://", 0) == 0;
+  const bool loopback = is_loopback_endpoint(s.endpoint);
+  if (!https && !loopback) {
+    return make_error(std::string(kWhere) + " endpoint: expected an https:// URL (http:// only " +
+                      "for 127.0.0.1 or localhost), found \"" + s.endpoint + "\"");
+  }
+  if (s.api_key_env.empty()) {
+    if (!loopback) {
+      return make_error(std::string(kWhere) +
+                        " api_key_env: required, the name of the environment variable that holds "
+                        "the API key");
+    }
+    return Ok{};
+  }
+  const std::optional<std::string> key = env(s.api_key_env);
+  if ((!key || key->empty()) && !loopback) {
+    return make_error(std::string(kWhere) + " api_key_env: the environment variable " +
+                      s.api_key_env + " is not set; export it with the API key");
+  }
+  if (key) s.api_key = *key;
+  return Ok{};
+}
+
+}  // namespace
+
+Result<LlmSettings> parse_llm_settings(std::string_view toml_text, const EnvLookup& env) {
+  toml::table table;
+  try {
+    table = toml::parse(toml_text, std::string_view("[tuner]"));
+  } catch (const toml::parse_error& e) {
+    return make_error(std::string(kWhere) + ": " + std::string(e.description()));
+  }
+  if (Status known = check_known_keys(table); !known.ok()) return make_error(known.error());
   const Reader r(table);
   LlmSettings s;
   std::string dialect;
@@ -171,26 +207,7 @@ Result<LlmSettings> parse_llm_settings(std::string_view toml_text, const EnvLook
         r.count("retry_base_ms", s.retry_base_ms, 0, kRetryBaseMsMax)}) {
     if (!st.ok()) return make_error(st.error());
   }
-  const bool https = s.endpoint.rfind("https://", 0) == 0;
-  const bool loopback = is_loopback_endpoint(s.endpoint);
-  if (!https && !loopback) {
-    return make_error(std::string(kWhere) + " endpoint: expected an https:// URL (http:// only " +
-                      "for 127.0.0.1 or localhost), found \"" + s.endpoint + "\"");
-  }
-  if (s.api_key_env.empty()) {
-    if (!loopback) {
-      return make_error(std::string(kWhere) +
-                        " api_key_env: required, the name of the environment variable that holds "
-                        "the API key");
-    }
-    return s;
-  }
-  const std::optional<std::string> key = env(s.api_key_env);
-  if ((!key || key->empty()) && !loopback) {
-    return make_error(std::string(kWhere) + " api_key_env: the environment variable " +
-                      s.api_key_env + " is not set; export it with the API key");
-  }
-  if (key) s.api_key = *key;
+  if (Status st = check_endpoint_and_key(env, s); !st.ok()) return make_error(st.error());
   return s;
 }
 

@@ -382,6 +382,13 @@ TunerAnswer TpeTuner::next(const TunerView& view) {
       return stop(result.error());
     }
   }
+  // Nothing running can tell TPE more: the search has nowhere left to go.
+  if (state.runs_in_flight() == 0) {
+    return stop("TPE drew " + std::to_string(kTpeDrawsPerAnswerMax) +
+                " configurations in a row and none could launch: each was infeasible, " +
+                (memory_prefilter_ ? "predicted not to fit by the memory pre-filter, " : "") +
+                "or already run");
+  }
   return TunerWait{};
 }
 

@@ -340,6 +340,77 @@ TEST_F(ExpertCampaign, CompareSummarisesSeveralWorkloadsWithHeldOutSeedsApart) {
   EXPECT_NE(same_file.find("is named twice"), std::string::npos) << same_file;
 }
 
+// Kimi-K2 on 256 GB300 at Megatron-Bridge's published recipe, which takes 256 of 277 GiB: every
+// layout TPE draws is infeasible or, with the margin the calibration runs give, predicted not to
+// fit. The search stops and says so, and compare counts it no search GPU-hours, so the expert's
+// GPU-hours against it without calibration are undefined ("-"), not a ratio over rounding.
+const char kKimiCampaign[] = R"(name = "kimi-k2-gb300x256"
+[cluster]
+model = "kimi-k2"
+hardware = "gb300"
+gpus = 256
+launcher = "sim"
+[workload]
+seq_length = 4096
+global_batch = 4096
+precision = "fp8"
+data = "synthetic packed rows, 4096 tokens each"
+[baseline]
+recipe = '''
+CUDA_DEVICE_MAX_CONNECTIONS=32
+python pretrain_gpt.py --bf16 --expert-model-parallel-size 64 --expert-tensor-parallel-size 1 \
+  --fp8-format hybrid --fp8-recipe mxfp8 --global-batch-size 4096 --grad-reduce-in-bf16 \
+  --micro-batch-size 2 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep \
+  --moe-grouped-gemm --moe-permute-fusion --overlap-grad-reduce --cross-entropy-loss-fusion \
+  --pipeline-model-parallel-size 4 \
+  --pipeline-model-parallel-layout 'Etttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tL' \
+  --recompute-granularity selective --recompute-modules mla_up_proj --seq-length 4096 \
+  --tensor-model-parallel-size 1 --lr 2e-4 --min-lr 2e-5
+'''
+[budget]
+gpu_hours = "auto"
+[tuner]
+name = "TUNER"
+)";
+
+TEST_F(ExpertCampaign, ATpeSearchWithNothingToLaunchStopsSayingSoAndSpendsNoSearchHours) {
+  auto write = [&](const std::string& tuner) {
+    std::string text = kKimiCampaign;
+    text.replace(text.find("TUNER"), 5, tuner);
+    const fs::path path = root_ / ("kimi-" + tuner + ".toml");
+    std::ofstream(path) << text;
+    return path.string();
+  };
+  const std::string prefilter = write("tpe-prefilter");
+  const std::string db = (root_ / "kimi-db").string();
+  int code = -1;
+  const std::string ran = run_out(attune() + " campaign run " + prefilter + " --db " + db, &code);
+  ASSERT_EQ(code, 0) << ran;
+  const std::string status = run_out(attune() + " status --db " + db + " --json", &code);
+  ASSERT_EQ(code, 0) << status;
+  const auto stop = nlohmann::json::parse(status)["campaigns"][0]["stop"]["stop"];
+  EXPECT_EQ(stop["reason"], "tuner-stopped") << status;
+  EXPECT_EQ(stop["evidence"].get<std::string>().rfind(
+                "TPE drew 200 configurations in a row and none could launch", 0),
+            0u)
+      << status;
+
+  const std::string out = run_out(attune() + " compare --campaigns " + write("expert") +
+                                      " --arms expert,tpe-prefilter --seeds 1"
+                                      " --reality-seeds 0,753078 --json",
+                                  &code);
+  ASSERT_EQ(code, 0) << out;
+  const auto json = nlohmann::json::parse(out);
+  ASSERT_EQ(json["summary"].size(), 1u) << out;
+  const auto& s = json["summary"][0];
+  EXPECT_EQ(s["arms"]["tpe-prefilter"]["search_gpu_hours_mean"].get<double>(), 0.0) << s.dump();
+  EXPECT_GT(s["arms"]["expert"]["search_gpu_hours_mean"].get<double>(), 0.0) << s.dump();
+  EXPECT_TRUE(s["expert_search_gpu_hours_over_cheaper_black_box"].is_null()) << s.dump();
+  EXPECT_DOUBLE_EQ(s["expert_gpu_hours_over_cheaper_black_box"].get<double>(),
+                   s["arms"]["expert"]["gpu_hours_mean"].get<double>() /
+                       s["arms"]["tpe-prefilter"]["gpu_hours_mean"].get<double>());
+}
+
 // The paper's Bayesian optimization with the memory pre-filter: the same TPE search, but a draw
 // the estimate says will not fit (with the margin the calibration runs' measured peak memory
 // gives) scores zero without a launch, so it spends far fewer launches running out of memory

@@ -99,6 +99,9 @@ struct Arm {
   }
 };
 
+// GPU-hours below this are floating-point rounding (a few milliseconds of one GPU).
+constexpr double kGpuHoursRounding = 1e-6;
+
 CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
   CampaignResult r;
   r.seed = seed;
@@ -129,6 +132,9 @@ CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
       if (row != view.ledger.rows.end()) r.failed_gpu_hours += row->second.gpu_hours_charged;
     }
   }
+  // The calibration runs' charges are taken off the total: what is left of a campaign that
+  // launched nothing else is rounding, not GPU-hours spent searching.
+  if (r.search_gpu_hours < kGpuHoursRounding) r.search_gpu_hours = 0.0;
   r.wall_clock_h = last > first ? static_cast<double>(last - first) / 3.6e12 : 0.0;
   if (view.stop.shipped) {
     r.shipped_baseline = view.stop.shipped->is_baseline;

@@ -164,7 +164,7 @@ class Campaign {
   std::int64_t now_ = 1'767'225'600'000'000'000;
 };
 
-ProposeLaunch proposal(RunPurpose purpose, Recipe recipe) {
+inline ProposeLaunch proposal(RunPurpose purpose, Recipe recipe) {
   ProposeLaunch launch;
   launch.purpose = purpose;
   launch.recipe = std::move(recipe);

@@ -12,8 +12,6 @@
 namespace attune {
 namespace {
 
-// Leaving one calibration run out needs at least three others to measure a spread.
-constexpr std::size_t kOutlierCalibrationRunsMin = 4;
 // A run's nodes shown in its line; a large allocation is summarised.
 constexpr std::size_t kOutlierNodesShown = 3;
 
@@ -122,44 +120,26 @@ std::string gate_line(const ConvergenceChecked& checked) {
 // A calibration run so far from the others that it alone sets most of the band: a run on a slow
 // node widens the band, and then no candidate can clear it by less. Said, not acted on: the band
 // stays the paper's rule. Empty when no single run more than halves the band.
-std::string calibration_outlier_line(const ControlState& state, const BandSet& band) {
-  const CampaignOpened& settings = state.view.settings;
-  if (band.calibration_run_ids.size() < kOutlierCalibrationRunsMin) return "";
-  RunId outlier = 0;
-  double narrowest = band.band_fraction;
-  double others_mean = 0;
-  for (const RunId left_out : band.calibration_run_ids) {
-    std::vector<double> others;
-    for (const RunId id : band.calibration_run_ids) {
-      const RunState* run = state.run(id);
-      if (id != left_out && run != nullptr && run->measured) {
-        others.push_back(run->measured->tokens_per_sec_per_gpu);
-      }
-    }
-    if (others.size() + 1 != band.calibration_run_ids.size()) return "";
-    const double without =
-        band_fraction_of(settings.band_floor_fraction, settings.band_k, relative_std_dev(others));
-    if (without < narrowest) {
-      narrowest = without;
-      outlier = left_out;
-      others_mean = mean_of(others);
-    }
-  }
-  if (outlier == 0 || narrowest * 2 > band.band_fraction) return "";
-  const RunState& run = *state.run(outlier);
-  const double value = run.measured->tokens_per_sec_per_gpu;
+std::string calibration_outlier_line(const ControlState& state) {
+  const std::optional<CalibrationOutlier> outlier = calibration_outlier(state.view.baseline_band);
+  if (!outlier) return "";
+  const RunState* run = state.run(outlier->run_id);
   std::string nodes;
-  for (std::size_t i = 0; i < run.nodes.size() && i < kOutlierNodesShown; ++i) {
-    nodes += (nodes.empty() ? "" : ",") + run.nodes[i];
+  const std::size_t count = run == nullptr ? 0 : run->nodes.size();
+  for (std::size_t i = 0; i < count && i < kOutlierNodesShown; ++i) {
+    nodes += (nodes.empty() ? "" : ",") + run->nodes[i];
   }
-  if (run.nodes.size() > kOutlierNodesShown) {
-    nodes += " and " + std::to_string(run.nodes.size() - kOutlierNodesShown) + " more";
+  if (count > kOutlierNodesShown) {
+    nodes += " and " + std::to_string(count - kOutlierNodesShown) + " more";
   }
-  return "calibration run " + std::to_string(outlier) + " measured " + format_fixed(value, 1) +
-         " tokens/s/GPU, " + format_percent(std::abs(value / others_mean - 1.0), 1) +
-         (value < others_mean ? " below" : " above") + " the others' mean" +
+  const double value = outlier->tokens_per_s_per_gpu;
+  return "calibration run " + std::to_string(outlier->run_id) + " measured " +
+         format_fixed(value, 1) + " tokens/s/GPU, " +
+         format_percent(std::abs(value / outlier->others_mean - 1.0), 1) +
+         (value < outlier->others_mean ? " below" : " above") + " the others' mean" +
          (nodes.empty() ? "" : " (nodes " + nodes + ")") + ": without it the band would be " +
-         format_percent(narrowest, 2) + ", not " + format_percent(band.band_fraction, 2) +
+         format_percent(outlier->band_without_fraction, 2) + ", not " +
+         format_percent(state.view.baseline_band.band_fraction, 2) +
          ". A slow node widens the band, and no candidate can clear it by less";
 }
 
@@ -194,7 +174,7 @@ std::vector<std::string> progress_lines(const ControlState& state, const Envelop
                     " tokens/s/GPU, rsd " + format_percent(band->rsd, 2) + ", band " +
                     format_percent(band->band_fraction, 2) + ", budget " +
                     format_fixed(band->budget_gpu_hours, 1) + " GPU-hours");
-    lines.push_back(calibration_outlier_line(state, *band));
+    lines.push_back(calibration_outlier_line(state));
   } else if (const auto* stop = std::get_if<StopRecorded>(&event.body)) {
     lines.push_back(std::string("stop (") + to_string(stop->reason) + "): " + stop->evidence);
   } else if (const auto* refused = std::get_if<LaunchRefused>(&event.body)) {

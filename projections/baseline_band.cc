@@ -6,6 +6,9 @@
 
 namespace attune {
 
+// Leaving one calibration run out needs at least three others to measure a spread.
+constexpr std::size_t kOutlierCalibrationRunsMin = 4;
+
 namespace {
 
 void refresh_live_figures(BaselineBand& state) {
@@ -78,6 +81,35 @@ double relative_std_dev(std::span<const double> values) {
 
 double band_fraction_of(double floor_fraction, double k, double rsd_fraction) {
   return std::max(floor_fraction, k * rsd_fraction);
+}
+
+std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band) {
+  if (!band.band_set) return std::nullopt;
+  std::vector<CalibrationSample> samples;  // the runs the band was set from
+  for (const CalibrationSample& sample : band.samples) {
+    if (std::find(band.band_run_ids.begin(), band.band_run_ids.end(), sample.run_id) !=
+        band.band_run_ids.end()) {
+      samples.push_back(sample);
+    }
+  }
+  if (samples.size() < kOutlierCalibrationRunsMin) return std::nullopt;
+  std::optional<CalibrationOutlier> outlier;
+  double narrowest = band.band_fraction;
+  for (std::size_t left_out = 0; left_out < samples.size(); ++left_out) {
+    std::vector<double> others;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      if (i != left_out) others.push_back(samples[i].tokens_per_s_per_gpu);
+    }
+    const double without =
+        band_fraction_of(band.band_floor_fraction, band.band_k, relative_std_dev(others));
+    if (without < narrowest) {
+      narrowest = without;
+      outlier = CalibrationOutlier{samples[left_out].run_id, samples[left_out].tokens_per_s_per_gpu,
+                                   mean_of(others), without};
+    }
+  }
+  if (!outlier || narrowest * 2 > band.band_fraction) return std::nullopt;
+  return outlier;
 }
 
 }  // namespace attune

@@ -7,6 +7,7 @@
 // control plane recorded are authoritative. A pure value type: no clock, no I/O, no threads.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <span>
 #include <vector>
@@ -58,5 +59,17 @@ double relative_std_dev(std::span<const double> values);
 
 // max(floor, k * rsd).
 double band_fraction_of(double floor_fraction, double k, double rsd_fraction);
+
+// A calibration run that alone sets most of the band: leaving it out would more than halve it.
+struct CalibrationOutlier {
+  RunId run_id = 0;
+  double tokens_per_s_per_gpu = 0.0;
+  double others_mean = 0.0;            // the other calibration runs' mean
+  double band_without_fraction = 0.0;  // the band the other runs give
+};
+
+// The run whose absence narrows the band most, where that more than halves the band of a set band
+// with at least four measured calibration runs; none otherwise.
+std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band);
 
 }  // namespace attune

@@ -181,6 +181,16 @@ json to_json(const CampaignOpened& settings) {
   };
 }
 
+// The calibration run that alone sets most of the band, or null.
+json outlier_json(const BaselineBand& band) {
+  const std::optional<CalibrationOutlier> outlier = calibration_outlier(band);
+  if (!outlier) return nullptr;
+  return {{"run_id", outlier->run_id},
+          {"tokens_per_s_per_gpu", outlier->tokens_per_s_per_gpu},
+          {"others_mean_tokens_per_s_per_gpu", outlier->others_mean},
+          {"band_without_fraction", outlier->band_without_fraction}};
+}
+
 json to_json(const BaselineBand& band) {
   json samples = json::array();
   for (const CalibrationSample& sample : band.samples) {
@@ -195,7 +205,8 @@ json to_json(const BaselineBand& band) {
           {"band_floor_fraction", band.band_floor_fraction},
           {"band_k", band.band_k},
           {"band_run_ids", band.band_run_ids},
-          {"mean_launch_gpu_hours", band.mean_launch_gpu_hours}};
+          {"mean_launch_gpu_hours", band.mean_launch_gpu_hours},
+          {"calibration_outlier", outlier_json(band)}};
 }
 
 json to_json(const Leader& leader) {

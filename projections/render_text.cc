@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "events/assert.h"
+#include "projections/baseline_band.h"
 #include "projections/number_format.h"
 #include "projections/render.h"
 #include "projections/text_table.h"
@@ -162,6 +163,13 @@ std::string render_status_text(const CampaignView& view) {
   std::string out = line("campaign", campaign_line(view));
   if (view.opened) out += line("workload", workload_line(view.settings));
   out += line("baseline", baseline_line(view.baseline_band));
+  if (const auto outlier = calibration_outlier(view.baseline_band)) {
+    out += line("outlier", "calibration run " + std::to_string(outlier->run_id) + " (" +
+                               throughput_text(outlier->tokens_per_s_per_gpu) +
+                               " tokens/s/GPU) alone widens the band: " +
+                               format_percent(outlier->band_without_fraction, kPercentDecimals) +
+                               " without it");
+  }
   out += line("leader", leader_line(view.leader));
   out += line("budget", budget_line(view.budget));
   out += line("state", state_line(view.stop));

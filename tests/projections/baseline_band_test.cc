@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "projections/campaign_view.h"
+#include "projections/render.h"
 #include "stream_builder.h"
 
 namespace attune {
@@ -118,6 +120,58 @@ TEST(BaselineBand, BandSetIsAuthoritative) {
   band = fold_band(b.events());
   EXPECT_EQ(band.samples.size(), 3u);
   EXPECT_DOUBLE_EQ(band.mean_tokens_per_s_per_gpu, 1004.0);
+}
+
+// A set band over `values` (runs 1, 2, ...), with the campaign's default floor and k.
+BaselineBand set_band(const std::vector<double>& values) {
+  BaselineBand band = initial_baseline_band();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    band.samples.push_back({static_cast<RunId>(i + 1), values[i]});
+    band.band_run_ids.push_back(static_cast<RunId>(i + 1));
+  }
+  band.band_set = true;
+  band.band_fraction =
+      band_fraction_of(band.band_floor_fraction, band.band_k, relative_std_dev(values));
+  return band;
+}
+
+TEST(BaselineBand, ACalibrationRunThatAloneWidensTheBandIsFound) {
+  const BaselineBand band = set_band({5630.0, 5640.0, 4830.0, 5540.0, 5660.0});
+  EXPECT_NEAR(band.band_fraction, 0.195, 0.001);
+  const std::optional<CalibrationOutlier> outlier = calibration_outlier(band);
+  ASSERT_TRUE(outlier.has_value());
+  EXPECT_EQ(outlier->run_id, 3u);
+  EXPECT_DOUBLE_EQ(outlier->tokens_per_s_per_gpu, 4830.0);
+  EXPECT_DOUBLE_EQ(outlier->others_mean, 5617.5);
+  EXPECT_DOUBLE_EQ(outlier->band_without_fraction, 0.03);  // the floor
+
+  // attune status says so under the baseline.
+  CampaignView view;
+  view.baseline_band = band;
+  const std::string status = render_status_text(view);
+  EXPECT_NE(status.find("calibration run 3 ("), std::string::npos) << status;
+  EXPECT_NE(status.find("alone widens the band: 3.00% without it"), std::string::npos) << status;
+  // And so does its JSON; a band with no outlier gives null.
+  const nlohmann::json json = to_json(band)["calibration_outlier"];
+  EXPECT_EQ(json["run_id"], 3);
+  EXPECT_DOUBLE_EQ(json["others_mean_tokens_per_s_per_gpu"].get<double>(), 5617.5);
+  EXPECT_TRUE(to_json(set_band({1000.0, 1001.0, 999.0, 1000.0}))["calibration_outlier"].is_null());
+}
+
+TEST(BaselineBand, NoRunIsAnOutlierWhereNoneAloneSetsTheBand) {
+  // An even spread: leaving any one run out narrows the band by less than half.
+  EXPECT_FALSE(calibration_outlier(set_band({1000.0, 1040.0, 960.0, 1020.0, 980.0})));
+  // At the floor, nothing narrows it.
+  EXPECT_FALSE(calibration_outlier(set_band({1000.0, 1001.0, 999.0, 1000.0, 1002.0})));
+  // Three runs leave two to measure a spread: too few to name one.
+  EXPECT_FALSE(calibration_outlier(set_band({1000.0, 1000.0, 800.0})));
+  // Before the band is set, and for a run measured after it, nothing is named.
+  BaselineBand live = set_band({5630.0, 5640.0, 4830.0, 5540.0, 5660.0});
+  live.band_set = false;
+  EXPECT_FALSE(calibration_outlier(live));
+  BaselineBand late = set_band({5630.0, 5640.0, 5540.0, 5660.0});
+  late.samples.push_back({5, 4000.0});
+  EXPECT_FALSE(calibration_outlier(late));
 }
 
 }  // namespace

@@ -409,8 +409,7 @@ Result<std::vector<Body>> decide_finished(const ControlState& state,
     if (state.view.baseline_band.band_set) events.push_back(search_verdict(state, command));
   } else if (run->purpose == RunPurpose::kCalibration && measured &&
              !state.view.baseline_band.band_set) {
-    add_calibration_events(state, command, gpu_hours_of(run->gpus, admitted_at, released_at),
-                           events);
+    add_calibration_events(state, command, gpu_hours, events);
   }
   return events;
 }

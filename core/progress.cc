@@ -118,8 +118,8 @@ std::string gate_line(const ConvergenceChecked& checked) {
 }
 
 // A calibration run so far from the others that it alone sets most of the band: a run on a slow
-// node widens the band, and then no candidate can clear it by less. Said, not acted on: the band
-// stays the paper's rule. Empty when no single run more than halves the band.
+// node widens the band, and then no candidate can clear it by less than that. Said, not acted on:
+// the band stays the paper's rule. Empty when no single run more than halves the band.
 std::string calibration_outlier_line(const ControlState& state) {
   const std::optional<CalibrationOutlier> outlier = calibration_outlier(state.view.baseline_band);
   if (!outlier) return "";
@@ -140,7 +140,8 @@ std::string calibration_outlier_line(const ControlState& state) {
          (nodes.empty() ? "" : " (nodes " + nodes + ")") + ": without it the band would be " +
          format_percent(outlier->band_without_fraction, 2) + ", not " +
          format_percent(state.view.baseline_band.band_fraction, 2) +
-         ". A slow node widens the band, and no candidate can clear it by less";
+         ". One run this far from the others (a slow node?) widens the band for every "
+         "candidate";
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ std::string joined(const std::vector<std::string>& lines) {
 
 // One run on a slow node sets most of the band: the line names it and the band without it.
 TEST(Progress, ACalibrationRunThatAloneWidensTheBandIsNamed) {
-  const std::string text = joined(band_lines({5630.0, 5640.0, 4830.0, 5540.0, 5660.0}));
+  const std::vector<std::string> lines = band_lines({5630.0, 5640.0, 4830.0, 5540.0, 5660.0});
+  const std::string text = joined(lines);
   EXPECT_NE(text.find("band set: baseline 5460.0"), std::string::npos) << text;
   EXPECT_NE(text.find("calibration run 3 measured 4830.0 tokens/s/GPU, 14.0% below"),
             std::string::npos)
@@ -47,7 +48,7 @@ TEST(Progress, ACalibrationRunThatAloneWidensTheBandIsNamed) {
   EXPECT_NE(text.find("(nodes n1,n2)"), std::string::npos) << text;
   EXPECT_NE(text.find("without it the band would be 3.00%, not 19."), std::string::npos) << text;
   // Each printed line fits the terminal.
-  for (const std::string& line : band_lines({5630.0, 5640.0, 4830.0, 5540.0, 5660.0})) {
+  for (const std::string& line : lines) {
     std::size_t start = 0;
     for (std::size_t end = line.find('\n'); start < line.size();
          start = end + 1, end = line.find('\n', start)) {

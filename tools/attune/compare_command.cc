@@ -99,16 +99,12 @@ struct Arm {
   }
 };
 
-// GPU-hours below this are floating-point rounding (a few milliseconds of one GPU).
-constexpr double kGpuHoursRounding = 1e-6;
-
 CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
   CampaignResult r;
   r.seed = seed;
   const CampaignView& view = state.view;
   r.band_fraction = view.baseline_band.band_fraction;
   r.gpu_hours = view.budget.tuner_gpu_hours + view.budget.checks_gpu_hours;
-  r.search_gpu_hours = r.gpu_hours;
   std::int64_t first = 0;
   std::int64_t last = 0;
   for (const auto& [id, run] : state.runs) {
@@ -116,12 +112,13 @@ CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
       first = first == 0 ? run.admitted_at_unix_ns : std::min(first, run.admitted_at_unix_ns);
     }
     last = std::max(last, run.released_at_unix_ns);
-    // A calibration run lost to the infrastructure is replaced by another calibration run.
-    if (run.purpose == RunPurpose::kCalibration) {
+    // Search launches, retries and checks charged to the tuner: a campaign that launched nothing
+    // past calibration spent exactly zero searching.
+    if (run.purpose != RunPurpose::kCalibration) {
       auto row = view.ledger.rows.find(id);
       if (row != view.ledger.rows.end() &&
           row->second.account.value_or(Account::kTuner) == Account::kTuner) {
-        r.search_gpu_hours -= row->second.gpu_hours_charged;
+        r.search_gpu_hours += row->second.gpu_hours_charged;
       }
     }
     if (run.purpose != RunPurpose::kSearch) continue;
@@ -132,9 +129,6 @@ CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
       if (row != view.ledger.rows.end()) r.failed_gpu_hours += row->second.gpu_hours_charged;
     }
   }
-  // The calibration runs' charges are taken off the total: what is left of a campaign that
-  // launched nothing else is rounding, not GPU-hours spent searching.
-  if (r.search_gpu_hours < kGpuHoursRounding) r.search_gpu_hours = 0.0;
   r.wall_clock_h = last > first ? static_cast<double>(last - first) / 3.6e12 : 0.0;
   if (view.stop.shipped) {
     r.shipped_baseline = view.stop.shipped->is_baseline;

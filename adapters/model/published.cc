@@ -102,6 +102,7 @@ PublishedRow row_of(const Columns& c) {
   r.recompute = c.text("recompute");
   r.pipeline_layout = c.text("pipeline_layout");
   r.tp_comm_overlap = c.integer("tp_comm_overlap", 0) > 0;
+  r.force_balance = c.integer("force_balance", -1);
   // Unknown ("-"), the layout still says how many MTP layers it places.
   r.mtp_layers = c.integer("mtp_layers", -1);
   r.other_flags = c.text("other_flags");
@@ -149,6 +150,7 @@ std::string dispatcher_flags(const PublishedRow& r) {
     flags += " --moe-token-dispatcher-type alltoall";
   }
   if (r.a2a_overlap) flags += " --overlap-moe-expert-parallel-comm";
+  if (r.force_balance == 1) flags += " --moe-router-force-load-balancing";
   return flags;
 }
 

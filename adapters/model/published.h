@@ -53,6 +53,9 @@ struct PublishedRow {
   std::string recompute;  // none, selective:m1,m2, full:method:layers
   std::string pipeline_layout;
   bool tp_comm_overlap = false;
+  // moe_router_force_load_balancing: 1 forced (the recipe carries the flag), 0 routing that
+  // follows the data, -1 not stated.
+  int force_balance = -1;
   int mtp_layers = 0;
   std::string other_flags;    // the source's other settings, KEY=VALUE;...
   std::string env;            // the source's environment, NAME=VALUE;...

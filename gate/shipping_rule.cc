@@ -82,19 +82,16 @@ Status validate(const ShippingInput& input) {
   return Ok{};
 }
 
-}  // namespace
-
-Result<ShippingDecision> decide_shipping(const ShippingInput& input) {
-  if (Status valid = validate(input); !valid.ok()) return make_error(valid.error());
+// The candidates that beat the baseline mean by more than the band, fastest first; run ids are
+// distinct, so this order is total and the input order is irrelevant.
+std::vector<ShippingCandidate> eligible_fastest_first(const ShippingInput& input) {
   const double mean = input.baseline_mean_tokens_per_s_per_gpu;
-
   std::vector<ShippingCandidate> eligible;
   for (const ShippingCandidate& candidate : input.candidates) {
     if (beats_by_more_than_band(candidate.tokens_per_s_per_gpu, mean, mean, input.band_fraction)) {
       eligible.push_back(candidate);
     }
   }
-  // Fastest first; run ids are distinct, so this order is total and the input order is irrelevant.
   std::sort(eligible.begin(), eligible.end(),
             [](const ShippingCandidate& a, const ShippingCandidate& b) {
               if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) {
@@ -102,6 +99,54 @@ Result<ShippingDecision> decide_shipping(const ShippingInput& input) {
               }
               return a.run_id < b.run_id;
             });
+  return eligible;
+}
+
+// The baseline's evidence when no candidate beat the band: the band, and the fastest candidate.
+std::string nothing_beat_the_band_text(const ShippingInput& input, const std::string& band_text) {
+  const double mean = input.baseline_mean_tokens_per_s_per_gpu;
+  std::string evidence = "no candidate beat the baseline mean " +
+                         format_fixed(mean, kThroughputDecimals) +
+                         " tokens/s/GPU by more than the band " + band_text;
+  const auto fastest = std::max_element(input.candidates.begin(), input.candidates.end(),
+                                        [](const ShippingCandidate& a, const ShippingCandidate& b) {
+                                          if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) {
+                                            return a.tokens_per_s_per_gpu < b.tokens_per_s_per_gpu;
+                                          }
+                                          return a.run_id > b.run_id;
+                                        });
+  if (fastest != input.candidates.end()) evidence += "; fastest " + run_text(*fastest, mean);
+  return evidence;
+}
+
+// The baseline's evidence when every checked candidate failed the gate: each one's outcome, and
+// how many slower ones beat the band beyond the checks allowed.
+std::string none_passed_text(const ShippingInput& input,
+                             const std::vector<ShippingCandidate>& eligible,
+                             const std::map<RunId, GateResult>& results) {
+  const double mean = input.baseline_mean_tokens_per_s_per_gpu;
+  const std::size_t considered = std::min<std::size_t>(eligible.size(), input.checks_max);
+  std::string evidence =
+      "none of the " + std::to_string(considered) + " candidate(s) checked passed the gate";
+  for (std::size_t i = 0; i < considered; ++i) {
+    evidence +=
+        "; " + run_text(eligible[i], mean) + " " + outcome_text(results.at(eligible[i].run_id));
+  }
+  if (eligible.size() > considered) {
+    evidence += "; " + std::to_string(eligible.size() - considered) +
+                " slower candidate(s) beat the band but are beyond the " +
+                std::to_string(input.checks_max) + " checks allowed";
+  }
+  return evidence;
+}
+
+}  // namespace
+
+Result<ShippingDecision> decide_shipping(const ShippingInput& input) {
+  if (Status valid = validate(input); !valid.ok()) return make_error(valid.error());
+  const double mean = input.baseline_mean_tokens_per_s_per_gpu;
+
+  const std::vector<ShippingCandidate> eligible = eligible_fastest_first(input);
   std::map<RunId, GateResult> results;
   for (const GateResult& result : input.gate_results) results.emplace(result.run_id, result);
 
@@ -129,32 +174,8 @@ Result<ShippingDecision> decide_shipping(const ShippingInput& input) {
     passed_over += "; faster " + run_text(candidate, mean) + " " + outcome_text(found->second);
   }
 
-  if (eligible.empty()) {
-    ship.evidence = "no candidate beat the baseline mean " +
-                    format_fixed(mean, kThroughputDecimals) +
-                    " tokens/s/GPU by more than the band " + band_text;
-    const auto fastest =
-        std::max_element(input.candidates.begin(), input.candidates.end(),
-                         [](const ShippingCandidate& a, const ShippingCandidate& b) {
-                           if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) {
-                             return a.tokens_per_s_per_gpu < b.tokens_per_s_per_gpu;
-                           }
-                           return a.run_id > b.run_id;
-                         });
-    if (fastest != input.candidates.end()) ship.evidence += "; fastest " + run_text(*fastest, mean);
-  } else {
-    ship.evidence =
-        "none of the " + std::to_string(considered) + " candidate(s) checked passed the gate";
-    for (std::size_t i = 0; i < considered; ++i) {
-      ship.evidence +=
-          "; " + run_text(eligible[i], mean) + " " + outcome_text(results.at(eligible[i].run_id));
-    }
-    if (eligible.size() > considered) {
-      ship.evidence += "; " + std::to_string(eligible.size() - considered) +
-                       " slower candidate(s) beat the band but are beyond the " +
-                       std::to_string(input.checks_max) + " checks allowed";
-    }
-  }
+  ship.evidence = eligible.empty() ? nothing_beat_the_band_text(input, band_text)
+                                   : none_passed_text(input, eligible, results);
   return ShippingDecision{std::move(ship)};
 }
 

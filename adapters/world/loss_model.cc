@@ -303,6 +303,26 @@ void add_other_losses(const Workload& workload, const Layout& layout, const MoeL
   }
 }
 
+namespace {
+
+// How fast updates make progress: gradient clipping shrinks the over-scaled gradients of the
+// scaling fault; a dropped microbatch leaves each update a little noisier.
+double progress_rate_of(const Recipe& recipe, bool gradients_scaled, bool microbatch_dropped,
+                        int microbatches) {
+  double rate = 1.0;
+  if (gradients_scaled && recipe_number(recipe, "--clip-grad", 1.0) > 0) rate = 0.5;
+  if (microbatch_dropped) rate *= 1.0 - 0.5 / microbatches;
+  return rate;
+}
+
+// The gradient norm of a healthy run after `progress`: it falls towards a floor, with noise.
+double grad_norm_at(double progress, std::uint64_t data_key, std::uint32_t step) {
+  return (kGradNormFloor + kGradNormExcess * std::exp(-progress / kGradNormProgress)) *
+         (1.0 + 0.06 * keyed_normal(key_of(data_key, "grad norm"), step));
+}
+
+}  // namespace
+
 LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
                         const ResolvedLayout& resolved, const LossRun& run) {
   const std::uint32_t steps = run.steps;
@@ -318,13 +338,10 @@ LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
   const Schedule schedule = schedule_of(recipe, steps);
   const MoeLoss moe = moe_loss_of(workload, recipe, run.fault);
 
-  // How fast updates make progress: gradient clipping shrinks the over-scaled gradients of the
-  // scaling fault; a dropped microbatch leaves each update a little noisier.
   const int gradient_scale = run.fault == Fault::kGradientScaling ? microbatches * dp : 1;
-  double progress_rate = 1.0;
-  if (gradient_scale > 1 && recipe_number(recipe, "--clip-grad", 1.0) > 0) progress_rate = 0.5;
   const int dropped_samples = run.fault == Fault::kDroppedMicrobatch ? mbs * dp : 0;
-  if (dropped_samples > 0) progress_rate *= 1.0 - 0.5 / microbatches;
+  const double progress_rate =
+      progress_rate_of(recipe, gradient_scale > 1, dropped_samples > 0, microbatches);
 
   const double initial_loss = std::log(static_cast<double>(padded_vocab_size(workload.model, 1))) +
                               0.2 + 0.02 * keyed_normal(key_of(data_key, "init"), 0);
@@ -360,9 +377,7 @@ LossCurve simulate_loss(const Workload& workload, const Recipe& recipe,
     if (fp8) relative += 0.002 + 0.002 * keyed_normal(key_of(data_key, "fp8"), step);
 
     double loss = base * (1.0 + relative);
-    double grad_norm =
-        (kGradNormFloor + kGradNormExcess * std::exp(-progress / kGradNormProgress)) *
-        (1.0 + 0.06 * keyed_normal(key_of(data_key, "grad norm"), step)) * gradient_scale;
+    double grad_norm = grad_norm_at(progress, data_key, step) * gradient_scale;
     if (divergence_step && step >= *divergence_step) {
       diverge(step, step - *divergence_step, loss, grad_norm, curve);
     }

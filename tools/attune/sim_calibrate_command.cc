@@ -222,9 +222,9 @@ void add_sim_calibrate_command(CLI::App& sim, int& exit_code) {
   CLI::App* calibrate = sim.add_subcommand(
       "calibrate",
       "The model against every published throughput it holds (Megatron-Bridge performance "
-      "tables, ModelZoo scripts, technical reports; each with its recipe): predicted against "
-      "published per row, the error raw, leaving one model out and leaving one release out, "
-      "and the error attributed to each cost term");
+      "tables, ModelZoo scripts, DGX Cloud benchmarks, technical reports; each with its recipe): "
+      "predicted against published per row, the error raw, leaving one model out and leaving one "
+      "release out, and the error attributed to each cost term");
   calibrate->add_option("--rows", options->rows_file,
                         "A rows.tsv of your own (default: the compiled-in rows)");
   calibrate->add_flag("--all", options->all, "Also list the rows the model cannot price, and why");

@@ -29,8 +29,8 @@ std::vector<PublishedRow> compiled_rows() {
 
 TEST(SimPublished, EveryRowParsesWithItsRecipe) {
   const std::vector<PublishedRow> rows = compiled_rows();
-  // SOURCES.md: "one header line and 328 rows".
-  ASSERT_EQ(rows.size(), 328u);
+  // SOURCES.md: "one header line and 332 rows".
+  ASSERT_EQ(rows.size(), 332u);
   std::set<std::string> ids;
   for (const PublishedRow& row : rows) {
     EXPECT_TRUE(ids.insert(row.id).second) << row.id;
@@ -356,7 +356,8 @@ TEST(SimPublished, TflopsOnlyRowsBecomeTokensByMegatronsFlopCount) {
 
 // The DGX Cloud benchmark README states step times, and its own formula turns them into tokens/s
 // (GBS x seq / step time, per GPU here). Hand-checked against the README: Llama 3.1 8B BF16 on 8
-// H100 at 12.27 s per step, and 405B FP8 on 2,048 H100 at 12.56 s. Every DGX Cloud row is priced.
+// H100 at 12.27 s per step, 405B FP8 on 2,048 H100 at 12.56 s and 405B BF16 on 128 GB200 at
+// 9.347 s. Every DGX Cloud row is priced.
 TEST(SimPublished, DgxCloudRowsAreTheStatedStepTimesConverted) {
   const Calibration c = calibrate(compiled_rows());
   std::map<std::string, const CalibrationRow*> dgx_cloud;
@@ -365,12 +366,15 @@ TEST(SimPublished, DgxCloudRowsAreTheStatedStepTimesConverted) {
     EXPECT_TRUE(r.skipped.empty()) << r.row.id << ": " << r.skipped;
     dgx_cloud[r.row.id] = &r;
   }
-  ASSERT_EQ(dgx_cloud.size(), 12u);
+  ASSERT_EQ(dgx_cloud.size(), 16u);
   const CalibrationRow* small = dgx_cloud["dgxc-25.04.01-llama3-8b-h100-8-bf16"];
   const CalibrationRow* large = dgx_cloud["dgxc-25.04.01-llama3.1-405b-h100-2048-fp8"];
   ASSERT_TRUE(small != nullptr && large != nullptr);
   EXPECT_NEAR(small->row.tokens_per_s_per_gpu, 8192.0 * 128 / (12.27 * 8), 0.06);
   EXPECT_NEAR(large->row.tokens_per_s_per_gpu, 8192.0 * 1024 / (12.56 * 2048), 0.06);
+  const CalibrationRow* gb200 = dgx_cloud["dgxc-25.05.05-llama3.1-405b-gb200-128-bf16"];
+  ASSERT_TRUE(gb200 != nullptr);
+  EXPECT_NEAR(gb200->row.tokens_per_s_per_gpu, 8192.0 * 64 / (9.347 * 128), 0.06);
   EXPECT_EQ(large->row.release, "dgxc-25.04.01");
   EXPECT_TRUE(large->error_release_out.has_value());
 }

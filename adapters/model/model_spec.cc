@@ -29,6 +29,14 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   f.read("normalization", m.normalization, false);
   f.read("position_embedding_type", m.position_embedding_type, false);
   f.read("tokenizer_type", m.tokenizer_type, false);
+  f.read("activation", m.activation, false);
+  f.read("rotary_percent", m.rotary_percent, false, 0.01, 1.0);
+  if (m.activation != "gelu" && m.activation != "squared-relu") {
+    f.fail_at("activation", "expects \"gelu\" or \"squared-relu\", found \"" + m.activation + "\"");
+  }
+  if (m.gated_linear_unit && m.activation != "gelu") {
+    f.fail_at("activation", "applies to an MLP that is not gated (gated_linear_unit = false)");
+  }
 
   std::string attention_type = "gqa";
   f.read("attention.type", attention_type, false);

@@ -37,6 +37,10 @@ struct ModelSpec {
   std::string position_embedding_type = "rope";
   std::string tokenizer_type = "HuggingFaceTokenizer";
   bool untie_embeddings_and_output_weights = true;
+  // The MLP's activation when it is not gated: "gelu" (Megatron's default) or "squared-relu"
+  // (--squared-relu, Nemotron-4). A gated MLP is SwiGLU.
+  std::string activation = "gelu";
+  double rotary_percent = 1.0;  // the share of each head's dimensions RoPE rotates
 
   AttentionKind attention = AttentionKind::kGroupedQuery;
   int num_attention_heads = 0;

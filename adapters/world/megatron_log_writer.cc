@@ -245,6 +245,8 @@ std::vector<std::string> model_flags(const Workload& workload) {
     if (m.q_lora_rank > 0) add({"--q-lora-rank", std::to_string(m.q_lora_rank)});
   }
   if (m.gated_linear_unit) add({"--swiglu"});
+  if (m.activation == "squared-relu") add({"--squared-relu"});
+  if (m.rotary_percent != 1.0) add({"--rotary-percent", format("%g", m.rotary_percent)});
   if (!m.add_bias_linear) add({"--disable-bias-linear"});
   if (m.untie_embeddings_and_output_weights) add({"--untie-embeddings-and-output-weights"});
   add({"--normalization", m.normalization, "--position-embedding-type", m.position_embedding_type,
@@ -311,6 +313,10 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
     set("v_head_dim", std::to_string(m.v_head_dim));
   }
   set("swiglu", python_bool(m.gated_linear_unit));
+  if (m.activation == "squared-relu") set("squared_relu", "True");
+  if (m.rotary_percent != 1.0 && !recipe.flags.contains("--rotary-percent")) {
+    set("rotary_percent", format("%g", m.rotary_percent));
+  }
   set("add_bias_linear", python_bool(m.add_bias_linear));
   set("untie_embeddings_and_output_weights", python_bool(m.untie_embeddings_and_output_weights));
   for (const auto& [flag, dest, value] :

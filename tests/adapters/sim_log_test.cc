@@ -470,5 +470,34 @@ TEST(SimLog, TheArgumentsBlockNamesTheModelsNormPositionEmbeddingAndTokenizer) {
   EXPECT_EQ(args->values.at("tokenizer_type"), "HuggingFaceTokenizer");
 }
 
+// A model whose MLP is squared ReLU and whose RoPE turns half of each head (Nemotron-4 340B):
+// the arguments block says so, as Megatron prints a run launched with --squared-relu and
+// --rotary-percent 0.5, and a recipe's own --rotary-percent wins.
+TEST(SimLog, TheArgumentsBlockNamesASquaredReluMlpAndPartialRotary) {
+  const Workload nemotron = testing::load("nemotron4-340b", "gb200", 128, 4096, 32);
+  ASSERT_EQ(nemotron.model.name, "nemotron4-340b");
+  const World world(nemotron, quiet_world());
+  const std::string recipe_text =
+      "CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py --tensor-model-parallel-size 8 "
+      "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 12 "
+      "--sequence-parallel --micro-batch-size 1 --global-batch-size 32 --seq-length 4096 --bf16 "
+      "--use-distributed-optimizer";
+  Result<Recipe> recipe = parse_recipe(recipe_text);
+  ASSERT_TRUE(recipe.ok()) << recipe.error();
+  Result<ResolvedArgs> args = parse_resolved_args(run_log(world, *recipe, 3), "nemotron.log");
+  ASSERT_TRUE(args.ok()) << args.error();
+  EXPECT_EQ(args->values.at("squared_relu"), "True");
+  EXPECT_EQ(args->values.at("swiglu"), "False");
+  EXPECT_EQ(args->values.at("rotary_percent"), "0.5");
+  EXPECT_EQ(args->values.at("normalization"), "LayerNorm");
+
+  Result<Recipe> pinned = parse_recipe(recipe_text + " --rotary-percent 0.25");
+  ASSERT_TRUE(pinned.ok()) << pinned.error();
+  Result<ResolvedArgs> pinned_args =
+      parse_resolved_args(run_log(world, *pinned, 3), "nemotron-pinned.log");
+  ASSERT_TRUE(pinned_args.ok()) << pinned_args.error();
+  EXPECT_EQ(pinned_args->values.at("rotary_percent"), "0.25");
+}
+
 }  // namespace
 }  // namespace attune::sim

@@ -14,9 +14,10 @@ namespace attune::sim {
 namespace {
 
 TEST(SimPresets, ContractNamesLoad) {
-  for (const char* name : {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b",
-                           "mixtral-8x22b", "glm-4.5", "minimax-m2", "deepseek-v3", "qwen3-30b-a3b",
-                           "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "kimi-k2"}) {
+  for (const char* name :
+       {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "glm-4.5",
+        "minimax-m2", "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b",
+        "gpt-oss-120b", "kimi-k2", "nemotron4-340b"}) {
     Result<ModelSpec> model = load_model(name);
     ASSERT_TRUE(model.ok()) << model.error();
     EXPECT_EQ(model->name, name);
@@ -26,7 +27,7 @@ TEST(SimPresets, ContractNamesLoad) {
     ASSERT_TRUE(hw.ok()) << hw.error();
     EXPECT_EQ(hw->name, name);
   }
-  EXPECT_EQ(model_preset_names().size(), 13u);
+  EXPECT_EQ(model_preset_names().size(), 14u);
   EXPECT_EQ(hardware_preset_names().size(), 7u);
 }
 
@@ -72,6 +73,17 @@ TEST(SimPresets, KimiK2MatchesItsModelCard) {
   EXPECT_LT(total_b, 1050.0);
   EXPECT_GE(active_b, 31.5);
   EXPECT_LT(active_b, 33.5);
+}
+
+// NVIDIA's Nemotron-4 340B report counts 340B parameters: 96 layers of width 18,432 with a
+// squared-ReLU MLP of 73,728 and a 256,000-token vocabulary in two untied tables.
+TEST(SimPresets, Nemotron4MatchesItsReport) {
+  const ModelSpec model = load_model("nemotron4-340b").value();
+  EXPECT_FALSE(model.gated_linear_unit);
+  EXPECT_EQ(model.activation, "squared-relu");
+  const double total_b = total_params(model, 1, 0) / 1e9;
+  EXPECT_GE(total_b, 335.0);
+  EXPECT_LT(total_b, 345.0);
 }
 
 TEST(SimPresets, UnknownPresetNamesThePresets) {
@@ -155,6 +167,27 @@ TEST_F(CustomModelFile, WrongTypeNamesLineAndKey) {
   Result<ModelSpec> model = load_model(path);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.error(), path + ":3: key 'hidden_size' expects an integer >= 1, found a string");
+}
+
+// An activation the model does not know, or one given to a gated MLP, is refused on its line.
+TEST_F(CustomModelFile, UnknownOrGatedActivationNamesItsLine) {
+  std::string text = kCustomModel;
+  text.insert(text.find("vocab_size"), "activation = \"relu\"\n");  // line 6
+  std::string path = write(text);
+  Result<ModelSpec> model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error(),
+            path + ":6: key 'activation' expects \"gelu\" or \"squared-relu\", found \"relu\"");
+
+  text = kCustomModel;
+  text.replace(text.find("gated_linear_unit = false"), 25, "gated_linear_unit = true");
+  text.insert(text.find("vocab_size"), "activation = \"squared-relu\"\n");
+  path = write(text);
+  model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.error().find(":6: key 'activation' applies to an MLP that is not gated"),
+            std::string::npos)
+      << model.error();
 }
 
 TEST(SimPresets, HardwareFileErrorsAreOneLine) {

@@ -29,8 +29,8 @@ std::vector<PublishedRow> compiled_rows() {
 
 TEST(SimPublished, EveryRowParsesWithItsRecipe) {
   const std::vector<PublishedRow> rows = compiled_rows();
-  // SOURCES.md: "one header line and 332 rows".
-  ASSERT_EQ(rows.size(), 332u);
+  // SOURCES.md: "one header line and 340 rows".
+  ASSERT_EQ(rows.size(), 340u);
   std::set<std::string> ids;
   for (const PublishedRow& row : rows) {
     EXPECT_TRUE(ids.insert(row.id).second) << row.id;
@@ -74,13 +74,14 @@ TEST(SimPublished, TheModelPricesTheRowsItHasPresetsFor) {
       EXPECT_FALSE(r.error_release_out.has_value()) << r.row.id;
     }
   }
-  // Rows without a preset (H800, Nemotron, ...) are skipped, never guessed; GB300 and B300 rows
-  // are priced, and so are Kimi-K2's and Mixtral-8x22B's, models no preset was fitted on.
+  // Rows without a preset (H800, the hybrid Nemotron-3 models, ...) are skipped, never guessed;
+  // GB300 and B300 rows are priced, and so are Kimi-K2's and Mixtral-8x22B's, models no preset was
+  // fitted on.
   std::size_t blackwell_ultra = 0;
   std::size_t kimi = 0;
   std::size_t mixtral = 0;
   for (const CalibrationRow& r : c.rows) {
-    if (r.row.system == "h800" || r.row.model.starts_with("nemotron")) {
+    if (r.row.system == "h800" || r.row.model.starts_with("nemotron-3")) {
       EXPECT_FALSE(r.skipped.empty()) << r.row.id;
     }
     if (r.row.model == "kimi-k2" && r.skipped.empty()) ++kimi;
@@ -366,7 +367,7 @@ TEST(SimPublished, DgxCloudRowsAreTheStatedStepTimesConverted) {
     EXPECT_TRUE(r.skipped.empty()) << r.row.id << ": " << r.skipped;
     dgx_cloud[r.row.id] = &r;
   }
-  ASSERT_EQ(dgx_cloud.size(), 16u);
+  ASSERT_EQ(dgx_cloud.size(), 24u);
   const CalibrationRow* small = dgx_cloud["dgxc-25.04.01-llama3-8b-h100-8-bf16"];
   const CalibrationRow* large = dgx_cloud["dgxc-25.04.01-llama3.1-405b-h100-2048-fp8"];
   ASSERT_TRUE(small != nullptr && large != nullptr);

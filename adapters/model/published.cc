@@ -119,12 +119,12 @@ PublishedRow row_of(const Columns& c) {
 // attune's preset for a row's model, or empty.
 std::string model_preset(const std::string& model) {
   static const std::map<std::string, std::string> kNames = {
-      {"llama3-8b", "llama3.1-8b"},         {"llama3-70b", "llama3.1-70b"},
-      {"llama3.1-405b", "llama3.1-405b"},   {"deepseek-v3", "deepseek-v3"},
-      {"qwen3-30b-a3b", "qwen3-30b-a3b"},   {"qwen3-235b-a22b", "qwen3-235b-a22b"},
-      {"gpt-oss-120b", "gpt-oss-120b"},     {"mixtral-8x7b", "mixtral-8x7b"},
-      {"mixtral-8x22b", "mixtral-8x22b"},   {"kimi-k2", "kimi-k2"},
-      {"nemotron4-340b", "nemotron4-340b"},
+      {"llama3-8b", "llama3.1-8b"},       {"llama3-70b", "llama3.1-70b"},
+      {"llama3.1-405b", "llama3.1-405b"}, {"deepseek-v3", "deepseek-v3"},
+      {"qwen3-30b-a3b", "qwen3-30b-a3b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"},
+      {"gpt-oss-120b", "gpt-oss-120b"},   {"mixtral-8x7b", "mixtral-8x7b"},
+      {"mixtral-8x22b", "mixtral-8x22b"}, {"kimi-k2", "kimi-k2"},
+      {"nemotron4-15b", "nemotron4-15b"}, {"nemotron4-340b", "nemotron4-340b"},
   };
   const auto found = kNames.find(model);
   return found == kNames.end() ? "" : found->second;

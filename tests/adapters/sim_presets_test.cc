@@ -17,7 +17,7 @@ TEST(SimPresets, ContractNamesLoad) {
   for (const char* name :
        {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "glm-4.5",
         "minimax-m2", "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b",
-        "gpt-oss-120b", "kimi-k2", "nemotron4-340b"}) {
+        "gpt-oss-120b", "kimi-k2", "nemotron4-15b", "nemotron4-340b"}) {
     Result<ModelSpec> model = load_model(name);
     ASSERT_TRUE(model.ok()) << model.error();
     EXPECT_EQ(model->name, name);
@@ -27,7 +27,7 @@ TEST(SimPresets, ContractNamesLoad) {
     ASSERT_TRUE(hw.ok()) << hw.error();
     EXPECT_EQ(hw->name, name);
   }
-  EXPECT_EQ(model_preset_names().size(), 14u);
+  EXPECT_EQ(model_preset_names().size(), 15u);
   EXPECT_EQ(hardware_preset_names().size(), 7u);
 }
 

@@ -76,7 +76,8 @@ TEST(SimPresets, KimiK2MatchesItsModelCard) {
 }
 
 // NVIDIA's Nemotron-4 340B report counts 340B parameters: 96 layers of width 18,432 with a
-// squared-ReLU MLP of 73,728 and a 256,000-token vocabulary in two untied tables.
+// squared-ReLU MLP of 73,728 and a 256,000-token vocabulary in two untied tables. The 15B model
+// has the same shape at 32 layers of 6,144.
 TEST(SimPresets, Nemotron4MatchesItsReport) {
   const ModelSpec model = load_model("nemotron4-340b").value();
   EXPECT_FALSE(model.gated_linear_unit);
@@ -84,6 +85,11 @@ TEST(SimPresets, Nemotron4MatchesItsReport) {
   const double total_b = total_params(model, 1, 0) / 1e9;
   EXPECT_GE(total_b, 335.0);
   EXPECT_LT(total_b, 345.0);
+  // Nemotron-4 15B: 12.5B parameters outside the embeddings and 3.2B in them (its report).
+  const ModelSpec small = load_model("nemotron4-15b").value();
+  const double small_b = total_params(small, 1, 0) / 1e9;
+  EXPECT_GE(small_b, 15.2);
+  EXPECT_LT(small_b, 16.2);
 }
 
 TEST(SimPresets, UnknownPresetNamesThePresets) {

@@ -11,6 +11,47 @@ double transformer_layer_params(const LayerParams& p, bool moe) {
   return p.attention + (moe ? p.moe_shared + p.moe_experts : p.dense_mlp);
 }
 
+// The [attention] table: grouped-query (the default) or multi-latent attention.
+void read_attention(TomlFields& f, ModelSpec& m) {
+  std::string attention_type = "gqa";
+  f.read("attention.type", attention_type, false);
+  f.read("attention.num_attention_heads", m.num_attention_heads, true, 1);
+  f.read("attention.sliding_window_tokens", m.sliding_window_tokens, false, 0);
+  f.read("attention.window_attn_skip_freq", m.window_attn_skip_freq, false, 0);
+  if (attention_type == "gqa") {
+    m.attention = AttentionKind::kGroupedQuery;
+    m.num_query_groups = m.num_attention_heads;
+    f.read("attention.num_query_groups", m.num_query_groups, false, 1);
+    m.kv_channels = m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0;
+    f.read("attention.kv_channels", m.kv_channels, false, 1);
+  } else if (attention_type == "mla") {
+    m.attention = AttentionKind::kMultiLatent;
+    m.num_query_groups = m.num_attention_heads;
+    f.read("attention.q_lora_rank", m.q_lora_rank, false, 0);
+    f.read("attention.kv_lora_rank", m.kv_lora_rank, true, 1);
+    f.read("attention.qk_head_dim", m.qk_head_dim, true, 1);
+    f.read("attention.qk_pos_emb_head_dim", m.qk_pos_emb_head_dim, true, 0);
+    f.read("attention.v_head_dim", m.v_head_dim, true, 1);
+    m.kv_channels = m.qk_head_dim + m.qk_pos_emb_head_dim;
+  } else {
+    f.fail_at("attention.type", "expects \"gqa\" or \"mla\", found \"" + attention_type + "\"");
+  }
+}
+
+// The [moe] table: routed experts (none: a dense model), shared experts, leading dense layers.
+void read_moe(TomlFields& f, ModelSpec& m) {
+  f.read("moe.num_experts", m.num_experts, false, 0);
+  if (m.num_experts > 0) {
+    f.read("moe.router_topk", m.moe_router_topk, true, 1);
+    f.read("moe.ffn_hidden_size", m.moe_ffn_hidden_size, true, 1);
+  } else {
+    f.read("moe.router_topk", m.moe_router_topk, false, 0);
+    f.read("moe.ffn_hidden_size", m.moe_ffn_hidden_size, false, 0);
+  }
+  f.read("moe.shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size, false, 0);
+  f.read("moe.first_dense_layers", m.first_dense_layers, false, 0);
+}
+
 }  // namespace
 
 Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view source) {
@@ -38,40 +79,8 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
     f.fail_at("activation", "applies to an MLP that is not gated (gated_linear_unit = false)");
   }
 
-  std::string attention_type = "gqa";
-  f.read("attention.type", attention_type, false);
-  f.read("attention.num_attention_heads", m.num_attention_heads, true, 1);
-  f.read("attention.sliding_window_tokens", m.sliding_window_tokens, false, 0);
-  f.read("attention.window_attn_skip_freq", m.window_attn_skip_freq, false, 0);
-  if (attention_type == "gqa") {
-    m.attention = AttentionKind::kGroupedQuery;
-    m.num_query_groups = m.num_attention_heads;
-    f.read("attention.num_query_groups", m.num_query_groups, false, 1);
-    m.kv_channels = m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0;
-    f.read("attention.kv_channels", m.kv_channels, false, 1);
-  } else if (attention_type == "mla") {
-    m.attention = AttentionKind::kMultiLatent;
-    m.num_query_groups = m.num_attention_heads;
-    f.read("attention.q_lora_rank", m.q_lora_rank, false, 0);
-    f.read("attention.kv_lora_rank", m.kv_lora_rank, true, 1);
-    f.read("attention.qk_head_dim", m.qk_head_dim, true, 1);
-    f.read("attention.qk_pos_emb_head_dim", m.qk_pos_emb_head_dim, true, 0);
-    f.read("attention.v_head_dim", m.v_head_dim, true, 1);
-    m.kv_channels = m.qk_head_dim + m.qk_pos_emb_head_dim;
-  } else {
-    f.fail_at("attention.type", "expects \"gqa\" or \"mla\", found \"" + attention_type + "\"");
-  }
-
-  f.read("moe.num_experts", m.num_experts, false, 0);
-  if (m.num_experts > 0) {
-    f.read("moe.router_topk", m.moe_router_topk, true, 1);
-    f.read("moe.ffn_hidden_size", m.moe_ffn_hidden_size, true, 1);
-  } else {
-    f.read("moe.router_topk", m.moe_router_topk, false, 0);
-    f.read("moe.ffn_hidden_size", m.moe_ffn_hidden_size, false, 0);
-  }
-  f.read("moe.shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size, false, 0);
-  f.read("moe.first_dense_layers", m.first_dense_layers, false, 0);
+  read_attention(f, m);
+  read_moe(f, m);
   f.read("mtp.num_layers", m.mtp_num_layers, false, 0);
 
   if (m.num_experts > 0 && m.moe_router_topk > m.num_experts) {

@@ -125,6 +125,7 @@ std::string model_preset(const std::string& model) {
       {"gpt-oss-120b", "gpt-oss-120b"},   {"mixtral-8x7b", "mixtral-8x7b"},
       {"mixtral-8x22b", "mixtral-8x22b"}, {"kimi-k2", "kimi-k2"},
       {"nemotron4-15b", "nemotron4-15b"}, {"nemotron4-340b", "nemotron4-340b"},
+      {"gpt3-175b", "gpt3-175b"},
   };
   const auto found = kNames.find(model);
   return found == kNames.end() ? "" : found->second;

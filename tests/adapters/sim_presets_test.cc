@@ -17,7 +17,7 @@ TEST(SimPresets, ContractNamesLoad) {
   for (const char* name :
        {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b", "glm-4.5",
         "minimax-m2", "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b",
-        "gpt-oss-120b", "kimi-k2", "nemotron4-15b", "nemotron4-340b"}) {
+        "gpt-oss-120b", "kimi-k2", "nemotron4-15b", "nemotron4-340b", "gpt3-175b"}) {
     Result<ModelSpec> model = load_model(name);
     ASSERT_TRUE(model.ok()) << model.error();
     EXPECT_EQ(model->name, name);
@@ -27,7 +27,7 @@ TEST(SimPresets, ContractNamesLoad) {
     ASSERT_TRUE(hw.ok()) << hw.error();
     EXPECT_EQ(hw->name, name);
   }
-  EXPECT_EQ(model_preset_names().size(), 15u);
+  EXPECT_EQ(model_preset_names().size(), 16u);
   EXPECT_EQ(hardware_preset_names().size(), 7u);
 }
 
@@ -90,6 +90,17 @@ TEST(SimPresets, Nemotron4MatchesItsReport) {
   const double small_b = total_params(small, 1, 0) / 1e9;
   EXPECT_GE(small_b, 15.2);
   EXPECT_LT(small_b, 16.2);
+}
+
+// GPT-3 175B: 96 layers of width 12,288 with biases and tied embeddings hold 174.6B parameters,
+// plus the GPT-2 vocabulary's table (Brown et al., 2020, Table 2.1, say 175.0B).
+TEST(SimPresets, Gpt3MatchesItsPaper) {
+  const ModelSpec model = load_model("gpt3-175b").value();
+  EXPECT_FALSE(model.untie_embeddings_and_output_weights);
+  EXPECT_TRUE(model.add_bias_linear);
+  const double total_b = total_params(model, 1, 0) / 1e9;
+  EXPECT_GE(total_b, 174.0);
+  EXPECT_LT(total_b, 176.0);
 }
 
 TEST(SimPresets, UnknownPresetNamesThePresets) {

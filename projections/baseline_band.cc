@@ -6,10 +6,10 @@
 
 namespace attune {
 
+namespace {
+
 // Leaving one calibration run out needs at least three others to measure a spread.
 constexpr std::size_t kOutlierCalibrationRunsMin = 4;
-
-namespace {
 
 void refresh_live_figures(BaselineBand& state) {
   std::vector<double> values;

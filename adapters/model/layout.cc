@@ -299,6 +299,19 @@ void check_architecture(FlagReader& flags, std::string_view flag, int model_valu
   }
 }
 
+// The MLP's activation the recipe names (--swiglu, --squared-relu; neither: GeLU) must be the
+// model's: the simulator would otherwise price and log a model the job does not train.
+void check_activation(FlagReader& flags, const ModelSpec& model) {
+  const std::string_view model_activation =
+      model.gated_linear_unit ? std::string_view("swiglu") : std::string_view(model.activation);
+  for (const std::string_view activation : {"swiglu", "squared-relu"}) {
+    if (flags.has("--" + str(activation)) && activation != model_activation) {
+      flags.fail("recipe sets --" + str(activation) + " but model " + model.name + "'s MLP is " +
+                 str(model_activation));
+    }
+  }
+}
+
 // One virtual pipeline stage: its decoder layers (a contiguous range), MTP layers, E and L.
 struct VirtualStage {
   int decoder_layers = 0;
@@ -1043,6 +1056,7 @@ void check_against_workload(FlagReader& f, const Workload& workload, const Layou
   check_architecture(f, "--num-attention-heads", model.num_attention_heads, model);
   if (model.ffn_hidden_size > 0)
     check_architecture(f, "--ffn-hidden-size", model.ffn_hidden_size, model);
+  check_activation(f, model);
   if (is_moe(model)) {
     check_architecture(f, "--num-experts", model.num_experts, model);
     check_architecture(f, "--moe-router-topk", model.moe_router_topk, model);

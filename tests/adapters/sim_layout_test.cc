@@ -217,6 +217,23 @@ TEST(SimLayout, Batch) {
             "recipe sets --global-batch-size 128 but the workload's global batch is 64");
 }
 
+// A recipe that names another MLP activation than the model's is refused: it trains another model.
+TEST(SimLayout, TheRecipesActivationMustBeTheModels) {
+  const Workload llama = workload("llama3.1-8b", "b200", 8, 4096, 64);
+  EXPECT_EQ(failure(llama, "--micro-batch-size 1 --swiglu"), "");
+  EXPECT_EQ(failure(llama, "--micro-batch-size 1 --squared-relu"),
+            "recipe sets --squared-relu but model llama3.1-8b's MLP is swiglu");
+  const Workload nemotron = workload("nemotron4-15b", "h100", 16, 4096, 64);
+  EXPECT_EQ(failure(nemotron,
+                    "--tensor-model-parallel-size 4 --sequence-parallel "
+                    "--micro-batch-size 4 --squared-relu"),
+            "");
+  EXPECT_EQ(failure(nemotron,
+                    "--tensor-model-parallel-size 4 --sequence-parallel "
+                    "--micro-batch-size 4 --swiglu"),
+            "recipe sets --swiglu but model nemotron4-15b's MLP is squared-relu");
+}
+
 TEST(SimLayout, Recompute) {
   const Workload llama = workload("llama3.1-8b", "b200", 8, 4096, 64);
   EXPECT_EQ(failure(llama, "--micro-batch-size 1 --recompute-granularity full"),

@@ -336,8 +336,7 @@ TEST(SimPublished, AGraphScopeLeavesTheModulesItDoesNotNameEager) {
 // ModelZoo states Mixtral-8x22B's runs in TFLOP/s only ("around 445" dropless on 128 H100):
 // calibration turns them into tokens/s/GPU with Megatron's FLOPs per token, 242.2 GFLOP at
 // 4,096 tokens for this model (hand-checked in perf_model.md: 445 TFLOP/s is 1,837 tokens/s/GPU).
-// Forced balance is a flag of the recipe; the model, which prices the busiest rank as the mean,
-// gives both runs the same step.
+// Forced balance is a flag of the recipe the row is priced with, and only of the forced run's.
 TEST(SimPublished, TflopsOnlyRowsBecomeTokensByMegatronsFlopCount) {
   const Calibration c = calibrate(compiled_rows());
   const auto find = [&](std::string_view id) -> const CalibrationRow* {
@@ -354,7 +353,11 @@ TEST(SimPublished, TflopsOnlyRowsBecomeTokensByMegatronsFlopCount) {
   EXPECT_NEAR(forced->row.tokens_per_s_per_gpu, 465e12 / 242.2e9, 465e12 / 242.2e9 * 0.002);
   EXPECT_EQ(forced->row.force_balance, 1);
   EXPECT_EQ(dropless->row.force_balance, 0);
-  EXPECT_DOUBLE_EQ(dropless->predicted, forced->predicted);
+  const Result<PublishedCase> forced_case = published_case(forced->row);
+  const Result<PublishedCase> dropless_case = published_case(dropless->row);
+  ASSERT_TRUE(forced_case.ok() && dropless_case.ok());
+  EXPECT_TRUE(forced_case->recipe.flags.contains("--moe-router-force-load-balancing"));
+  EXPECT_FALSE(dropless_case->recipe.flags.contains("--moe-router-force-load-balancing"));
 }
 
 // The DGX Cloud benchmark README states step times, and its own formula turns them into tokens/s

@@ -903,9 +903,15 @@ void add_stage_host(const Context& c, const StageLayerTimes& times, const StageL
 }
 
 // Pipeline send/receive of one microbatch on `rank`: per model chunk, an activation forward and a
-// gradient backward, on the critical path: a stage cannot start a chunk before its input has
-// arrived (perf_model.md §4.6: m·v·exposed(PP p2p)).
-double stage_p2p_s(const Context& c, int rank) {
+// gradient backward (perf_model.md §4.6: m·v·exposed(PP p2p)). Without interleaving, or with
+// --no-overlap-p2p-communication, each exchange is on the critical path: a stage cannot start a
+// chunk before its input has arrived. The interleaved schedule with overlap_p2p_comm (Megatron's
+// default, and NeMo's and Megatron-Bridge's whenever virtual stages are set) posts each exchange
+// and waits for it one compute step later: the forward's send and receive run beside a backward
+// chunk, the backward's beside a forward chunk. Then only what the chunk does not cover is
+// exposed, plus the fill and drain, where each of the first and last microbatch's p - 1 hops
+// waits for its message; that is charged spread over the step's microbatches.
+double stage_p2p_s(const Context& c, int rank, double forward_s, double backward_s) {
   const int p = c.l.pp;
   if (p <= 1) return 0.0;
   const int v = c.r.vp;
@@ -913,7 +919,12 @@ double stage_p2p_s(const Context& c, int rank) {
   const bool has_next = rank < p - 1 || v > 1;
   const double prev = has_prev ? p2p_message_s(c, (rank + p - 1) % p, rank) : 0.0;
   const double next = has_next ? p2p_message_s(c, rank, (rank + 1) % p) : 0.0;
-  return v * 2 * std::max(prev, next);
+  const double message = std::max(prev, next);
+  if (v <= 1 || !c.l.overlap_p2p) return v * 2 * message;
+  const double uncovered = std::max(0.0, message - backward_s / v) +  // the forward's exchange
+                           std::max(0.0, message - forward_s / v);    // the backward's
+  const double fill_and_drain = 2.0 * (p - 1) * message / c.r.microbatches;
+  return v * uncovered + fill_and_drain;
 }
 
 StageWork stage_work(const Context& c, const LayerParts& parts, const StageLayerTimes& times,
@@ -929,9 +940,9 @@ StageWork stage_work(const Context& c, const LayerParts& parts, const StageLayer
   const Part ends = add_stage_compute(c, parts, times, stage, st);
   add_stage_host(c, times, stage, ends, st);
   add_activation_offload(c, stage, st);
-  st.pp_p2p_s = stage_p2p_s(c, rank);
   work.forward_s = st.forward.total_s();
   work.backward_s = st.backward.total_s() + st.recompute.total_s();
+  st.pp_p2p_s = stage_p2p_s(c, rank, work.forward_s, work.backward_s);
   st.microbatch_s = work.forward_s + work.backward_s + st.pp_p2p_s;
   return work;
 }

@@ -59,6 +59,7 @@ Dispatcher dispatcher_on_stack(const StackProfile& stack, Dispatcher asked) {
 ResolvedLayout layout_on_stack(const StackProfile& stack, ResolvedLayout resolved) {
   if (!stack.cuda_graphs) resolved.layout.cuda_graph = CudaGraphImpl::kNone;
   resolved.layout.dispatcher = dispatcher_on_stack(stack, resolved.layout.dispatcher);
+  if (!stack.p2p_overlap) resolved.layout.overlap_p2p = false;
   return resolved;
 }
 
@@ -98,6 +99,7 @@ Result<StackProfile> parse_stack_toml(std::string_view text, std::string_view so
   f.read("loop.per_microbatch_s", stack.per_microbatch_s, false, 0.0, kPerMicrobatchMaxS);
   f.read("loop.cuda_graphs", stack.cuda_graphs, false);
   f.read("loop.variable_seq_lengths", stack.variable_seq_lengths, false);
+  f.read("loop.p2p_overlap", stack.p2p_overlap, false);
   Status status = f.finish();
   if (!status.ok()) return make_error(status.error());
   return stack;

@@ -38,6 +38,10 @@ struct StackProfile {
   // allgather token dispatcher does not support, so it swaps that dispatcher for alltoall before
   // the run (slime does, in its validate_args). The recipe keeps the flag it was written with.
   bool variable_seq_lengths = false;
+  // False: the pipeline's sends and receives are on the critical path even under an interleaved
+  // schedule, as without Megatron's overlap_p2p_comm (and as every exchange is when Megatron
+  // runs with variable sequence lengths: a blocking exchange of shapes, then a device sync).
+  bool p2p_overlap = true;
 };
 
 // Each term of `a` times the same term of `b`.
@@ -48,7 +52,8 @@ CostFactors times(CostFactors a, const CostFactors& b);
 Dispatcher dispatcher_on_stack(const StackProfile& stack, Dispatcher asked);
 
 // The layout as `stack` runs it: without CUDA graphs the recipe's graph flags capture nothing;
-// with variable sequence lengths an allgather dispatcher runs as alltoall.
+// with variable sequence lengths an allgather dispatcher runs as alltoall; without pipeline
+// overlap the interleaved schedule's exchanges are exposed.
 ResolvedLayout layout_on_stack(const StackProfile& stack, ResolvedLayout resolved);
 
 // What a run of `resolved` does on `stack`, with the cost terms scaled by `factors` (the stack's

@@ -60,6 +60,8 @@ TEST(SimStack, PresetsLoadAndTheDefaultChangesNothing) {
   const StackProfile slime = preset_stack("slime");
   EXPECT_EQ(slime.name, "slime");
   EXPECT_FALSE(slime.cuda_graphs);
+  EXPECT_TRUE(bridge.p2p_overlap);
+  EXPECT_FALSE(slime.p2p_overlap);
   EXPECT_GT(slime.between_steps_s, 0.0);
   EXPECT_GT(slime.factors.host, 1.0);
 
@@ -103,6 +105,19 @@ TEST(SimStack, WithoutCudaGraphsAGraphedRecipeRunsAsTheEagerOne) {
   no_graphs.cuda_graphs = false;
   // Where graphs are captured they save host time.
   expect_alike_only_on(w, graphed, eager, no_graphs);
+}
+
+TEST(SimStack, WithoutPipelineOverlapAnInterleavedRecipeRunsAsOneThatTurnsItOff) {
+  const Workload w = testing::mixtral_workload();
+  const Recipe interleaved = testing::mixtral_baseline();
+  const Recipe exposed = with(interleaved, "no-overlap-p2p-communication");
+  StackProfile no_overlap;
+  no_overlap.p2p_overlap = false;
+  // Where the interleaved schedule overlaps its exchanges they cost less.
+  expect_alike_only_on(w, interleaved, exposed, no_overlap);
+  const Prediction overlapped = predict_on_stack(w, interleaved, StackProfile{});
+  const Prediction not_overlapped = predict_on_stack(w, interleaved, no_overlap);
+  EXPECT_LT(overlapped.breakdown.pp_p2p_s, not_overlapped.breakdown.pp_p2p_s);
 }
 
 TEST(SimStack, ASweepOnAStackWithoutGraphsTriesNoGraphs) {

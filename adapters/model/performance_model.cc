@@ -907,10 +907,13 @@ void add_stage_host(const Context& c, const StageLayerTimes& times, const StageL
 // --no-overlap-p2p-communication, each exchange is on the critical path: a stage cannot start a
 // chunk before its input has arrived. The interleaved schedule with overlap_p2p_comm (Megatron's
 // default, and NeMo's and Megatron-Bridge's whenever virtual stages are set) posts each exchange
-// and waits for it one compute step later: the forward's send and receive run beside a backward
-// chunk, the backward's beside a forward chunk. Then only what the chunk does not cover is
-// exposed, plus the fill and drain, where each of the first and last microbatch's p - 1 hops
-// waits for its message; that is charged spread over the step's microbatches.
+// and waits for its parts later (Megatron's schedules.py): the forward's receive before the next
+// forward, after a backward chunk; the backward's receive before the next backward, after a
+// forward chunk; the backward's send one step later. The forward's send is waited for at once,
+// because the stack frees the chunk's output after it (deallocate_pipeline_outputs, on in
+// Megatron-LM's, NeMo's and Megatron-Bridge's training), so it is exposed. Then the fill and
+// drain, where each of the first and last microbatch's p - 1 hops waits for its message, charged
+// spread over the step's microbatches.
 double stage_p2p_s(const Context& c, int rank, double forward_s, double backward_s) {
   const int p = c.l.pp;
   if (p <= 1) return 0.0;
@@ -921,10 +924,11 @@ double stage_p2p_s(const Context& c, int rank, double forward_s, double backward
   const double next = has_next ? p2p_message_s(c, rank, (rank + 1) % p) : 0.0;
   const double message = std::max(prev, next);
   if (v <= 1 || !c.l.overlap_p2p) return v * 2 * message;
-  const double uncovered = std::max(0.0, message - backward_s / v) +  // the forward's exchange
-                           std::max(0.0, message - forward_s / v);    // the backward's
+  const double exposed = next +                                  // the forward's send
+                         std::max(0.0, prev - backward_s / v) +  // the forward's receive
+                         std::max(0.0, next - forward_s / v);    // the backward's receive
   const double fill_and_drain = 2.0 * (p - 1) * message / c.r.microbatches;
-  return v * uncovered + fill_and_drain;
+  return v * exposed + fill_and_drain;
 }
 
 StageWork stage_work(const Context& c, const LayerParts& parts, const StageLayerTimes& times,

@@ -128,14 +128,15 @@ TEST(SimFindings, Llama405bPipelineSendReceiveAndFewerVirtualStages) {
   EXPECT_GT(b.pp_p2p_s, b.cp_comm_s);
   EXPECT_GT(b.pp_p2p_s, b.dp_comm_s);
 
-  // Megatron's interleaved schedule overlaps each exchange with the next chunk's compute
-  // (overlap_p2p_comm, the default with virtual stages); on the calibrated stack the exchanges
-  // hide, unless the recipe turns the overlap off.
+  // Megatron's interleaved schedule overlaps the exchanges with the next chunk's compute
+  // (overlap_p2p_comm, the default with virtual stages), except each forward's send, which it
+  // waits for at once: on the calibrated stack about half the exchange time stays exposed, all
+  // of it where the recipe turns the overlap off.
   const Prediction overlapped = valid(w, recipe);
-  EXPECT_LT(overlapped.breakdown.pp_p2p_s / overlapped.step_time_s, 0.01);
   const Prediction exposed =
       valid(w, variant("llama3.1-405b-b200x128", {"no-overlap-p2p-communication"}));
-  EXPECT_GT(exposed.breakdown.pp_p2p_s, 10 * overlapped.breakdown.pp_p2p_s);
+  EXPECT_GT(overlapped.breakdown.pp_p2p_s, 0.4 * exposed.breakdown.pp_p2p_s);
+  EXPECT_LT(overlapped.breakdown.pp_p2p_s, 0.6 * exposed.breakdown.pp_p2p_s);
   EXPECT_LT(exposed.tokens_per_s_per_gpu, overlapped.tokens_per_s_per_gpu);
 
   // Fewer model chunks carry less of that traffic: PP16 VP2 (which also drops data parallelism

@@ -37,6 +37,32 @@ ControlState initial_control_state() {
   return state;
 }
 
+namespace {
+
+// The run a launch admits, with the recipe and lineage of the proposal it carries out.
+RunState admitted_run(const ControlState& state, const LaunchAdmitted& admitted) {
+  RunState run;
+  run.run_id = admitted.run_id;
+  run.proposal_id = admitted.proposal_id;
+  run.purpose = admitted.purpose;
+  run.gpus = admitted.gpus;
+  run.steps = admitted.steps;
+  run.expected_gpu_hours = admitted.expected_gpu_hours;
+  run.job_name = admitted.job_name;
+  run.exclude_nodes = admitted.exclude_nodes;
+  auto proposal = state.proposals.find(admitted.proposal_id);
+  if (proposal != state.proposals.end()) {
+    run.recipe = proposal->second.recipe;
+    run.recipe_hash = proposal->second.recipe_hash;
+    run.profile = proposal->second.profile;
+    run.retry_of_run_id = proposal->second.retry_of_run_id;
+    run.check_of_run_id = proposal->second.check_of_run_id;
+  }
+  return run;
+}
+
+}  // namespace
+
 void evolve(ControlState& state, const Envelope& event) {
   evolve(state.view, event);
   const auto* refused = std::get_if<LaunchRefused>(&event.body);
@@ -54,24 +80,7 @@ void evolve(ControlState& state, const Envelope& event) {
           ++state.refusals_in_a_row;
         } else if constexpr (std::is_same_v<T, LaunchAdmitted>) {
           state.refusals_in_a_row = 0;
-          RunState run;
-          run.run_id = body.run_id;
-          run.proposal_id = body.proposal_id;
-          run.purpose = body.purpose;
-          run.gpus = body.gpus;
-          run.steps = body.steps;
-          run.expected_gpu_hours = body.expected_gpu_hours;
-          run.job_name = body.job_name;
-          run.exclude_nodes = body.exclude_nodes;
-          auto proposal = state.proposals.find(body.proposal_id);
-          if (proposal != state.proposals.end()) {
-            run.recipe = proposal->second.recipe;
-            run.recipe_hash = proposal->second.recipe_hash;
-            run.profile = proposal->second.profile;
-            run.retry_of_run_id = proposal->second.retry_of_run_id;
-            run.check_of_run_id = proposal->second.check_of_run_id;
-          }
-          state.runs[body.run_id] = std::move(run);
+          state.runs[body.run_id] = admitted_run(state, body);
         } else if constexpr (std::is_same_v<T, JobSubmitted>) {
           if (RunState* run = find_run(body.run_id)) {
             run->submitted = true;

@@ -358,6 +358,40 @@ std::string toml_list(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+// A double-quoted span from the quote at `open`: its text goes into `word` (a backslash takes the
+// next character literally), and each `$` or backtick inside is refused as an expansion. Returns
+// the index of the closing quote, or npos when the quote is not closed.
+std::size_t read_double_quoted(std::string_view command, std::size_t open, std::string& word,
+                               std::vector<ShellToken>& tokens) {
+  std::size_t j = open + 1;
+  for (; j < command.size() && command[j] != '"'; ++j) {
+    if (command[j] == '$' || command[j] == '`') {
+      tokens.push_back(
+          {ShellToken::Kind::kForbidden, std::string("expansion (") + command[j] + ")"});
+    } else if (command[j] == '\\' && j + 1 < command.size()) {
+      word.push_back(command[++j]);
+    } else {
+      word.push_back(command[j]);
+    }
+  }
+  return j < command.size() ? j : std::string_view::npos;
+}
+
+// Why an unquoted character the shell would interpret (other than separators and comments) is
+// refused: a lone `&`, redirections, expansions, subshells and groups, globs, a leading tilde.
+// Empty where the character is taken literally.
+std::string refused_character(char c, bool in_word) {
+  if (c == '&') return "a background job (&)";
+  if (c == '>' || c == '<') return std::string("a redirection (") + c + ")";
+  if (c == '$' || c == '`') return std::string("expansion (") + c + ")";
+  if (c == '(' || c == ')' || c == '{' || c == '}') {
+    return std::string("a subshell or group (") + c + ")";
+  }
+  if (c == '*' || c == '?' || c == '[') return std::string("a glob (") + c + ")";
+  if (c == '~' && !in_word) return "tilde expansion (~)";
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::string> default_attune_commands() {
@@ -391,18 +425,9 @@ std::vector<ShellToken> shell_tokens(std::string_view command) {
       i = close;
     } else if (c == '"') {
       in_word = true;
-      std::size_t j = i + 1;
-      for (; j < command.size() && command[j] != '"'; ++j) {
-        if (command[j] == '$' || command[j] == '`') {
-          forbidden(std::string("expansion (") + command[j] + ")");
-        } else if (command[j] == '\\' && j + 1 < command.size()) {
-          word.push_back(command[++j]);
-        } else {
-          word.push_back(command[j]);
-        }
-      }
-      if (j >= command.size()) return forbidden("an unterminated quote"), tokens;
-      i = j;
+      const std::size_t close = read_double_quoted(command, i, word, tokens);
+      if (close == std::string_view::npos) return forbidden("an unterminated quote"), tokens;
+      i = close;
     } else if (c == '\\') {
       if (next == '\n') {
         ++i;  // a line continuation
@@ -423,18 +448,8 @@ std::vector<ShellToken> shell_tokens(std::string_view command) {
     } else if (c == '|') {
       end_word();
       tokens.push_back({ShellToken::Kind::kSeparator, "|"});
-    } else if (c == '&') {
-      forbidden("a background job (&)");
-    } else if (c == '>' || c == '<') {
-      forbidden(std::string("a redirection (") + c + ")");
-    } else if (c == '$' || c == '`') {
-      forbidden(std::string("expansion (") + c + ")");
-    } else if (c == '(' || c == ')' || c == '{' || c == '}') {
-      forbidden(std::string("a subshell or group (") + c + ")");
-    } else if (c == '*' || c == '?' || c == '[') {
-      forbidden(std::string("a glob (") + c + ")");
-    } else if (c == '~' && !in_word) {
-      forbidden("tilde expansion (~)");
+    } else if (std::string why = refused_character(c, in_word); !why.empty()) {
+      forbidden(std::move(why));
     } else if (c == '#' && !in_word) {
       const std::size_t eol = command.find('\n', i);
       i = eol == std::string_view::npos ? command.size() : eol - 1;

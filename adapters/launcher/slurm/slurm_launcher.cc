@@ -461,6 +461,18 @@ void SlurmLauncher::poll() {
     }
   }
 
+  finish_ended(ended, reports);
+  settle_unlisted(unlisted, reports);
+
+  bool in_flight = false;
+  for (const Job* job : watched) in_flight = in_flight || !job->finished;
+  if (in_flight) ensure_polling();
+  // Reported after the sweep: a listener may submit or cancel, changing active_.
+  for (const JobReport& one : reports) report(one);
+}
+
+void SlurmLauncher::finish_ended(std::vector<std::pair<Job*, SlurmJobFacts>>& ended,
+                                 std::vector<JobReport>& reports) {
   std::string source = "squeue";
   if (records_.accounting && !ended.empty()) {
     // The accounting record, where there is one, is the scheduler's own word on a finished job.
@@ -479,28 +491,24 @@ void SlurmLauncher::poll() {
     if (all) source = "sacct";
   }
   for (auto& [job, facts] : ended) finished(*job, facts, source, reports);
+}
 
-  if (!unlisted.empty()) {
-    const std::vector<SlurmJobFacts> recorded = finished_records(unlisted, false);
-    const std::string record_source = records_.accounting ? "sacct" : "jobcomp";
-    for (Job* job : unlisted) {
-      const SlurmJobFacts* facts = with_id(recorded, job->job_id);
-      if (facts != nullptr && is_final_state(facts->state)) {
-        finished(*job, *facts, record_source, reports);
-      } else if (++job->unlisted_sweeps >= kSlurmUnlistedSweepsMax) {
-        SlurmJobFacts unknown;
-        unknown.job_id = job->job_id;
-        unknown.state = "UNKNOWN";
-        finished(*job, unknown, "none", reports);
-      }
+void SlurmLauncher::settle_unlisted(const std::vector<Job*>& unlisted,
+                                    std::vector<JobReport>& reports) {
+  if (unlisted.empty()) return;
+  const std::vector<SlurmJobFacts> recorded = finished_records(unlisted, false);
+  const std::string record_source = records_.accounting ? "sacct" : "jobcomp";
+  for (Job* job : unlisted) {
+    const SlurmJobFacts* facts = with_id(recorded, job->job_id);
+    if (facts != nullptr && is_final_state(facts->state)) {
+      finished(*job, *facts, record_source, reports);
+    } else if (++job->unlisted_sweeps >= kSlurmUnlistedSweepsMax) {
+      SlurmJobFacts unknown;
+      unknown.job_id = job->job_id;
+      unknown.state = "UNKNOWN";
+      finished(*job, unknown, "none", reports);
     }
   }
-
-  bool in_flight = false;
-  for (const Job* job : watched) in_flight = in_flight || !job->finished;
-  if (in_flight) ensure_polling();
-  // Reported after the sweep: a listener may submit or cancel, changing active_.
-  for (const JobReport& one : reports) report(one);
 }
 
 // Reads what the log gained since the last sweep: progress, and the signs that end a job early.

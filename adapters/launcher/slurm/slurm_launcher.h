@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/launcher/slurm/slurm_command.h"
@@ -105,6 +106,12 @@ class SlurmLauncher final : public Launcher {
   std::vector<SlurmJobFacts> finished_records(const std::vector<Job*>& jobs, bool by_name);
   void ensure_polling();
   void poll();
+  // Jobs squeue lists as ended: their accounting records where there are some (the source named
+  // in the report), then their reports.
+  void finish_ended(std::vector<std::pair<Job*, SlurmJobFacts>>& ended,
+                    std::vector<JobReport>& reports);
+  // Jobs squeue no longer lists: finished by their records, or unknown after enough sweeps.
+  void settle_unlisted(const std::vector<Job*>& unlisted, std::vector<JobReport>& reports);
   void read_log_growth(Job& job, std::int64_t now);
   void request_cancel(Job& job, const std::string& reason);
   void started(Job& job, const SlurmJobFacts& facts, std::vector<JobReport>& reports);

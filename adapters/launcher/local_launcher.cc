@@ -116,6 +116,23 @@ bool is_our_child(int pid) {
          ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
+// The job's environment: the launcher's, with the recipe's variables replacing any of the same
+// name, and the job's name and log (which find_job_process looks for) set last.
+std::vector<std::string> job_environment(const Recipe& recipe, const std::string& job_name,
+                                         const std::string& log_file) {
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    if (name == kJobNameVariable || name == kJobLogVariable) continue;  // ours, set below
+    if (!recipe.env.contains(name)) environment.push_back(text);
+  }
+  for (const auto& [name, value] : recipe.env) environment.push_back(name + "=" + value);
+  environment.push_back(std::string(kJobNameVariable) + "=" + job_name);
+  environment.push_back(std::string(kJobLogVariable) + "=" + log_file);
+  return environment;
+}
+
 }  // namespace
 
 struct LocalLauncher::Job {
@@ -276,18 +293,7 @@ void LocalLauncher::spawn(Job& job) {
                                               {"run_id", std::to_string(spec.run_id)},
                                               {"job_name", spec.job_name},
                                               {"nodes", "localhost"}});
-  // The launcher's environment, with the recipe's variables replacing any of the same name.
-  std::vector<std::string> environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::string name = text.substr(0, text.find('='));
-    if (name == kJobNameVariable || name == kJobLogVariable) continue;  // ours, set below
-    if (!recipe->env.contains(name)) environment.push_back(text);
-  }
-  for (const auto& [name, value] : recipe->env) environment.push_back(name + "=" + value);
-  environment.push_back(std::string(kJobNameVariable) + "=" + spec.job_name);
-  environment.push_back(std::string(kJobLogVariable) + "=" +
-                        fs::absolute(absolute(job.log_path)).string());
+  std::vector<std::string> environment = job_environment(recipe.value(), spec.job_name, log_file);
   std::vector<char*> envp;
   for (std::string& text : environment) envp.push_back(text.data());
   envp.push_back(nullptr);

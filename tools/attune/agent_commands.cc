@@ -361,6 +361,47 @@ Status keep_existing_settings(const fs::path& settings, bool force) {
   return Ok{};
 }
 
+// The access policy the agent runs under: it reads its skill, the framework source and the
+// paths given, writes its scratch directory only, and never touches attune's files or keys.
+agent::AccessPolicy install_policy(const InstallOptions& options, const fs::path& dir,
+                                   const fs::path& skill, const fs::path& scratch,
+                                   const std::string& socket) {
+  agent::AccessPolicy policy;
+  policy.read_paths.push_back(skill.parent_path().string());
+  if (!options.framework_source.empty()) {
+    policy.framework_source = absolute_path(options.framework_source);
+  }
+  for (const std::string& path : options.read) policy.read_paths.push_back(absolute_path(path));
+  policy.write_paths.push_back(scratch.string());
+  policy.protected_paths = {(dir / ".attune").string(), (dir / ".claude").string()};
+  for (const std::string& path : options.protect) {
+    policy.protected_paths.push_back(absolute_path(path));
+  }
+  policy.secret_paths = {absolute_path(Keyring::default_dir())};
+  policy.attune_path = options.attune_path.empty() ? "attune" : absolute_path(options.attune_path);
+  policy.attune_commands = agent::default_attune_commands();
+  policy.programs = agent::default_reader_programs();
+  policy.socket_path = socket;
+  return policy;
+}
+
+// Claude Code's hooks: every tool call is checked against the policy file first (denied by
+// default), and the agent's stop asks the campaign over the socket whether it may stop yet.
+json agent_hooks(const agent::AccessPolicy& policy, const fs::path& policy_file) {
+  const std::string attune = policy.attune_path;
+  return {{"hooks",
+           {{"PreToolUse",
+             json::array({{{"matcher", "*"},
+                           {"hooks", json::array({{{"type", "command"},
+                                                   {"command", attune + " hook pre-tool --policy " +
+                                                                   policy_file.string()}}})}}})},
+            {"Stop",
+             json::array({{{"hooks", json::array({{{"type", "command"},
+                                                   {"command", attune + " hook stop --socket " +
+                                                                   policy.socket_path}}})}}})}}},
+          {"env", {{"ATTUNE_SOCKET", policy.socket_path}}}};
+}
+
 int run_agent_install(const InstallOptions& options) {
   auto socket_path = agent::parse_listen_address(options.socket);
   if (!socket_path.ok()) return fail(socket_path.error());
@@ -385,36 +426,9 @@ int run_agent_install(const InstallOptions& options) {
     return fail(kept.error());
   }
 
-  agent::AccessPolicy policy;
-  policy.read_paths.push_back(skill.parent_path().string());
-  if (!options.framework_source.empty()) {
-    policy.framework_source = absolute_path(options.framework_source);
-  }
-  for (const std::string& path : options.read) policy.read_paths.push_back(absolute_path(path));
-  policy.write_paths.push_back(scratch.string());
-  policy.protected_paths = {(dir / ".attune").string(), (dir / ".claude").string()};
-  for (const std::string& path : options.protect) {
-    policy.protected_paths.push_back(absolute_path(path));
-  }
-  policy.secret_paths = {absolute_path(Keyring::default_dir())};
-  policy.attune_path = options.attune_path.empty() ? "attune" : absolute_path(options.attune_path);
-  policy.attune_commands = agent::default_attune_commands();
-  policy.programs = agent::default_reader_programs();
-  policy.socket_path = absolute_path(socket_path.value());
-
-  const std::string attune = policy.attune_path;
-  const json hooks = {
-      {"hooks",
-       {{"PreToolUse",
-         json::array({{{"matcher", "*"},
-                       {"hooks", json::array({{{"type", "command"},
-                                               {"command", attune + " hook pre-tool --policy " +
-                                                               policy_file.string()}}})}}})},
-        {"Stop",
-         json::array({{{"hooks", json::array({{{"type", "command"},
-                                               {"command", attune + " hook stop --socket " +
-                                                               policy.socket_path}}})}}})}}},
-      {"env", {{"ATTUNE_SOCKET", policy.socket_path}}}};
+  const agent::AccessPolicy policy =
+      install_policy(options, dir, skill, scratch, absolute_path(socket_path.value()));
+  const json hooks = agent_hooks(policy, policy_file);
 
   const fs::perms read_only =
       fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;

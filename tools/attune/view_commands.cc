@@ -142,6 +142,43 @@ int run_replay(const ViewOptions& options) {
   return chain_exit(chain.value(), loaded->campaign_id);
 }
 
+// The audit's lists, each with its count: charges, LLM charges (with their total), refused
+// launches, denied access and inconsistencies.
+void print_audit_lists(const Audit& audit, std::ostream& text) {
+  text << "charges (" << audit.charges.size() << "):\n";
+  for (const ChargeEntry& charge : audit.charges) {
+    text << "  #" << charge.sequence << " run " << charge.run_id << " " << to_string(charge.account)
+         << " " << charge.gpus << " GPUs, admitted " << charge.admitted_at_unix_ns
+         << " ns, released " << charge.released_at_unix_ns << " ns, "
+         << format_fixed(charge.gpu_hours, 3) << " GPU-hours\n";
+  }
+  if (!audit.llm_charges.empty()) {
+    double total_usd = 0.0;
+    for (const LlmChargeEntry& entry : audit.llm_charges) total_usd += entry.cost_usd;
+    text << "LLM charges (" << audit.llm_charges.size() << ", $" << format_fixed(total_usd, 4)
+         << "):\n";
+    for (const LlmChargeEntry& entry : audit.llm_charges) {
+      text << "  #" << entry.sequence << " " << entry.actor << " turn " << entry.turn << " "
+           << entry.model << ": " << entry.input_tokens << " input, " << entry.output_tokens
+           << " output tokens, $" << format_fixed(entry.cost_usd, 4) << "\n";
+    }
+  }
+  text << "refused launches (" << audit.refusals.size() << "):\n";
+  for (const RefusalEntry& refusal : audit.refusals) {
+    text << "  #" << refusal.sequence << " proposal " << refusal.proposal_id << " "
+         << to_string(refusal.reason) << ": " << refusal.detail << "\n";
+  }
+  text << "access denied (" << audit.access_denied.size() << "):\n";
+  for (const AccessDeniedEntry& denied : audit.access_denied) {
+    text << "  #" << denied.sequence << " " << denied.actor << " tried " << denied.object << " ("
+         << denied.rule << ")\n";
+  }
+  text << "inconsistencies (" << audit.findings.size() << "):\n";
+  for (const AuditFinding& finding : audit.findings) {
+    text << "  #" << finding.sequence << " " << finding.message << "\n";
+  }
+}
+
 int run_audit(const ViewOptions& options) {
   auto loaded = load(options);
   if (!loaded.ok()) return fail(loaded.error());
@@ -174,38 +211,7 @@ int run_audit(const ViewOptions& options) {
     std::ostringstream text;
     text << "audit of campaign " << loaded->campaign_id << "\n";
     print_chain(chain.value(), text);
-    text << "charges (" << audit.charges.size() << "):\n";
-    for (const ChargeEntry& charge : audit.charges) {
-      text << "  #" << charge.sequence << " run " << charge.run_id << " "
-           << to_string(charge.account) << " " << charge.gpus << " GPUs, admitted "
-           << charge.admitted_at_unix_ns << " ns, released " << charge.released_at_unix_ns
-           << " ns, " << format_fixed(charge.gpu_hours, 3) << " GPU-hours\n";
-    }
-    if (!audit.llm_charges.empty()) {
-      double total_usd = 0.0;
-      for (const LlmChargeEntry& entry : audit.llm_charges) total_usd += entry.cost_usd;
-      text << "LLM charges (" << audit.llm_charges.size() << ", $" << format_fixed(total_usd, 4)
-           << "):\n";
-      for (const LlmChargeEntry& entry : audit.llm_charges) {
-        text << "  #" << entry.sequence << " " << entry.actor << " turn " << entry.turn << " "
-             << entry.model << ": " << entry.input_tokens << " input, " << entry.output_tokens
-             << " output tokens, $" << format_fixed(entry.cost_usd, 4) << "\n";
-      }
-    }
-    text << "refused launches (" << audit.refusals.size() << "):\n";
-    for (const RefusalEntry& refusal : audit.refusals) {
-      text << "  #" << refusal.sequence << " proposal " << refusal.proposal_id << " "
-           << to_string(refusal.reason) << ": " << refusal.detail << "\n";
-    }
-    text << "access denied (" << audit.access_denied.size() << "):\n";
-    for (const AccessDeniedEntry& denied : audit.access_denied) {
-      text << "  #" << denied.sequence << " " << denied.actor << " tried " << denied.object << " ("
-           << denied.rule << ")\n";
-    }
-    text << "inconsistencies (" << audit.findings.size() << "):\n";
-    for (const AuditFinding& finding : audit.findings) {
-      text << "  #" << finding.sequence << " " << finding.message << "\n";
-    }
+    print_audit_lists(audit, text);
     text << verdict << "\n";
     std::cout << wrap_words(text.str(), kTerminalWidth, kContinuation);
   }

@@ -374,6 +374,20 @@ std::string command_text(const std::vector<std::string>& words) {
   return text;
 }
 
+// A setting given a second time (under any of its spellings), named with where it came first.
+std::optional<Failure> given_twice(const std::map<std::string, FirstSeen>& seen,
+                                   const std::string& setting, const std::string& spelling,
+                                   int line) {
+  const auto first = seen.find(setting);
+  if (first == seen.end()) return std::nullopt;
+  std::string message = spelling + " given twice";
+  if (first->second.spelling != spelling) {
+    message +=
+        " (as " + first->second.spelling + " on line " + std::to_string(first->second.line) + ")";
+  }
+  return Failure{line, message};
+}
+
 // One flag at words[i] and the words that belong to it, into `recipe`; `i` moves past them.
 // `seen` holds the settings already given, keyed by their canonical spelling.
 std::optional<Failure> read_flag(const std::vector<Word>& words, std::size_t& i,
@@ -392,14 +406,7 @@ std::optional<Failure> read_flag(const std::vector<Word>& words, std::size_t& i,
   bool negated = false;
   const ArgInfo* info = catalog.find(spelling, &negated);
   const std::string setting = info != nullptr ? info->canonical : spelling;
-  if (const auto first = seen.find(setting); first != seen.end()) {
-    std::string message = spelling + " given twice";
-    if (first->second.spelling != spelling) {
-      message +=
-          " (as " + first->second.spelling + " on line " + std::to_string(first->second.line) + ")";
-    }
-    return Failure{word.line, message};
-  }
+  if (std::optional<Failure> twice = given_twice(seen, setting, spelling, word.line)) return twice;
   seen[setting] = FirstSeen{spelling, word.line};
   ++i;
 

@@ -354,6 +354,19 @@ void play_timeline(SimulatedRun& run, const std::vector<double>& natural_steps_s
   }
 }
 
+// Seconds from admission to the first step: a base, a term per doubling of the GPUs and one per
+// GiB of the largest stage's weights (building and initialising the model), times a draw of
+// about 5%.
+double startup_seconds(const Prediction& prediction, int gpus, SeededStream& draws) {
+  double weights_gib = 0;
+  for (const StageTiming& stage : prediction.stages) {
+    weights_gib = std::max(weights_gib, stage.memory.weights_gib);
+  }
+  return (kStartupBaseS + kStartupPerDoublingS * std::log2(gpus) +
+          kStartupPerWeightGibS * weights_gib) *
+         std::max(0.5, 1.0 + 0.05 * draws.normal());
+}
+
 }  // namespace
 
 SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uint64_t run_seed,
@@ -402,13 +415,7 @@ SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uin
                     LossRun{run.steps_requested, run_seed, fault,
                             run.defect == StackDefect::kExpertTensorParallelWithoutExpertParallel});
 
-  double weights_gib = 0;
-  for (const StageTiming& stage : run.prediction.stages) {
-    weights_gib = std::max(weights_gib, stage.memory.weights_gib);
-  }
-  run.startup_s = (kStartupBaseS + kStartupPerDoublingS * std::log2(workload_.gpus) +
-                   kStartupPerWeightGibS * weights_gib) *
-                  std::max(0.5, 1.0 + 0.05 * draws.normal());
+  run.startup_s = startup_seconds(run.prediction, workload_.gpus, draws);
 
   for (const std::string& node : run.nodes) {
     if (is_slow_node(node)) run.slow_node_factor = config_.slow_node_factor;

@@ -322,6 +322,89 @@ std::vector<Shape> model_shapes(std::int64_t hidden, std::int64_t ffn, std::int6
           {tokens, hidden, ffn}};
 }
 
+// The GEMMs to time: those given with --gemm, a model's layer, or a spread of sizes. Nullopt
+// (with the error printed) when a --gemm does not parse.
+std::optional<std::vector<Shape>> probe_shapes(const Options& o) {
+  std::vector<Shape> shapes;
+  for (const std::string& text : o.gemms) {
+    const std::optional<Shape> s = parse_shape(text);
+    if (!s) {
+      std::fprintf(stderr, "attune-gpu-probe: --gemm %s: expected MxNxK, each side 16..%lld\n",
+                   text.c_str(), static_cast<long long>(kGemmSideMax));
+      return std::nullopt;
+    }
+    shapes.push_back(*s);
+  }
+  if (o.hidden > 0 && o.ffn_hidden > 0 && o.tokens > 0) {
+    for (const Shape& s : model_shapes(o.hidden, o.ffn_hidden, o.tokens)) shapes.push_back(s);
+  }
+  if (shapes.empty()) {
+    // A spread of sizes, so the fit sees both the plateau and the small-matrix fall-off.
+    shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 8192, 4096},
+              {1024, 4096, 4096}, {512, 2048, 2048},  {256, 1024, 1024}};
+  }
+  return shapes;
+}
+
+// BF16 GEMMs of `shapes` (and FP8 ones where the GPU has FP8 cores and they are not skipped),
+// printed as they are timed.
+void measure_gemms(const Options& o, const std::vector<Shape>& shapes, double capability,
+                   ProbeMeasurements& measured) {
+  cublasLtHandle_t lt = nullptr;
+  check(cublasLtCreate(&lt), "cublasLtCreate");
+  const bool fp8 = !o.skip_fp8 && capability >= kFp8ComputeCapabilityMin;
+  for (const Shape& s : shapes) {
+    measured.bf16.push_back(time_gemm(lt, s, false, o.iterations));
+    std::printf("bf16 GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", static_cast<long long>(s.m),
+                static_cast<long long>(s.n), static_cast<long long>(s.k),
+                measured.bf16.back().tflops);
+    if (fp8) {
+      measured.fp8.push_back(time_gemm(lt, s, true, o.iterations));
+      std::printf("fp8 GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", static_cast<long long>(s.m),
+                  static_cast<long long>(s.n), static_cast<long long>(s.k),
+                  measured.fp8.back().tflops);
+    }
+  }
+  if (!fp8) std::printf("fp8 GEMM: skipped (%s)\n", o.skip_fp8 ? "--skip-fp8" : "no fp8 cores");
+  cublasLtDestroy(lt);
+}
+
+// The base preset with what was measured, checked by the hardware parser and written to
+// --output. Returns the exit code.
+int write_calibrated(const Options& o, const cudaDeviceProp& p, int devices,
+                     const sim::HardwareSpec& base, const ProbeMeasurements& measured) {
+  const double capability = p.major + p.minor / 10.0;
+  const std::string name = o.name.empty() ? "measured-" + base.name : o.name;
+  const sim::HardwareSpec calibrated = calibrate_hardware(base, measured, name);
+  const GemmFit fit = fit_gemm_curve(measured.bf16, base.bf16_dense_tflops);
+  char comment[512];
+  std::snprintf(comment, sizeof comment,
+                "Written by attune-gpu-probe on %s (compute capability %.1f, %d GPU(s)).\n"
+                "Measured: memory capacity, GEMM efficiencies (bf16 fit rms error %.1f%%), HBM "
+                "efficiency%s.\nEverything else is the %s preset's.",
+                p.name, capability, devices, 100 * fit.rms_relative_error,
+                measured.all_reduce_bus_gb_per_s ? ", NVLink collective efficiency" : "",
+                base.name.c_str());
+  const std::string text = hardware_toml(calibrated, comment);
+  const Result<sim::HardwareSpec> check_parse = sim::parse_hardware_toml(text, o.output);
+  if (!check_parse.ok()) {
+    std::fprintf(stderr, "attune-gpu-probe: the calibrated description is invalid: %s\n",
+                 check_parse.error().c_str());
+    return 1;
+  }
+  std::ofstream file(o.output, std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    std::fprintf(stderr, "attune-gpu-probe: %s: cannot write\n", o.output.c_str());
+    return 1;
+  }
+  std::printf("wrote %s (gemm_bf16_efficiency %.3f, gemm_half_efficiency_dim %.0f)\n",
+              o.output.c_str(), calibrated.gemm_bf16_efficiency,
+              calibrated.gemm_half_efficiency_dim);
+  return 0;
+}
+
 int run(const Options& o) {
   int devices = 0;
   const cudaError_t count_status = cudaGetDeviceCount(&devices);
@@ -334,24 +417,8 @@ int run(const Options& o) {
     std::fprintf(stderr, "attune-gpu-probe: --device %d: %d GPU(s) visible\n", o.device, devices);
     return 1;
   }
-  std::vector<Shape> shapes;
-  for (const std::string& text : o.gemms) {
-    const std::optional<Shape> s = parse_shape(text);
-    if (!s) {
-      std::fprintf(stderr, "attune-gpu-probe: --gemm %s: expected MxNxK, each side 16..%lld\n",
-                   text.c_str(), static_cast<long long>(kGemmSideMax));
-      return 1;
-    }
-    shapes.push_back(*s);
-  }
-  if (o.hidden > 0 && o.ffn_hidden > 0 && o.tokens > 0) {
-    for (const Shape& s : model_shapes(o.hidden, o.ffn_hidden, o.tokens)) shapes.push_back(s);
-  }
-  if (shapes.empty()) {
-    // A spread of sizes, so the fit sees both the plateau and the small-matrix fall-off.
-    shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 8192, 4096},
-              {1024, 4096, 4096}, {512, 2048, 2048},  {256, 1024, 1024}};
-  }
+  const std::optional<std::vector<Shape>> shapes = probe_shapes(o);
+  if (!shapes) return 1;
 
   check(cudaSetDevice(o.device), "cudaSetDevice");
   cudaDeviceProp p{};
@@ -384,23 +451,7 @@ int run(const Options& o) {
               o.device, p.name, capability, p.multiProcessorCount, measured.memory_total_gib,
               devices);
 
-  cublasLtHandle_t lt = nullptr;
-  check(cublasLtCreate(&lt), "cublasLtCreate");
-  const bool fp8 = !o.skip_fp8 && capability >= kFp8ComputeCapabilityMin;
-  for (const Shape& s : shapes) {
-    measured.bf16.push_back(time_gemm(lt, s, false, o.iterations));
-    std::printf("bf16 GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k),
-                measured.bf16.back().tflops);
-    if (fp8) {
-      measured.fp8.push_back(time_gemm(lt, s, true, o.iterations));
-      std::printf("fp8 GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", static_cast<long long>(s.m),
-                  static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  measured.fp8.back().tflops);
-    }
-  }
-  if (!fp8) std::printf("fp8 GEMM: skipped (%s)\n", o.skip_fp8 ? "--skip-fp8" : "no fp8 cores");
-  cublasLtDestroy(lt);
+  measure_gemms(o, *shapes, capability, measured);
 
   const auto copy_bytes = static_cast<std::size_t>(o.copy_gib * (1 << 30));
   measured.hbm_copy_gb_per_s = time_copy_gb_per_s(copy_bytes, o.iterations);
@@ -418,35 +469,7 @@ int run(const Options& o) {
     std::printf("collective bandwidth: skipped (one GPU)\n");
   }
 
-  const std::string name = o.name.empty() ? "measured-" + base->name : o.name;
-  const sim::HardwareSpec calibrated = calibrate_hardware(*base, measured, name);
-  const GemmFit fit = fit_gemm_curve(measured.bf16, base->bf16_dense_tflops);
-  char comment[512];
-  std::snprintf(comment, sizeof comment,
-                "Written by attune-gpu-probe on %s (compute capability %.1f, %d GPU(s)).\n"
-                "Measured: memory capacity, GEMM efficiencies (bf16 fit rms error %.1f%%), HBM "
-                "efficiency%s.\nEverything else is the %s preset's.",
-                p.name, capability, devices, 100 * fit.rms_relative_error,
-                measured.all_reduce_bus_gb_per_s ? ", NVLink collective efficiency" : "",
-                base->name.c_str());
-  const std::string text = hardware_toml(calibrated, comment);
-  const Result<sim::HardwareSpec> check_parse = sim::parse_hardware_toml(text, o.output);
-  if (!check_parse.ok()) {
-    std::fprintf(stderr, "attune-gpu-probe: the calibrated description is invalid: %s\n",
-                 check_parse.error().c_str());
-    return 1;
-  }
-  std::ofstream file(o.output, std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) {
-    std::fprintf(stderr, "attune-gpu-probe: %s: cannot write\n", o.output.c_str());
-    return 1;
-  }
-  std::printf("wrote %s (gemm_bf16_efficiency %.3f, gemm_half_efficiency_dim %.0f)\n",
-              o.output.c_str(), calibrated.gemm_bf16_efficiency,
-              calibrated.gemm_half_efficiency_dim);
-  return 0;
+  return write_calibrated(o, p, devices, *base, measured);
 }
 
 }  // namespace

@@ -272,25 +272,13 @@ std::vector<std::string> model_flags(const Workload& workload) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> effective_arguments(const Workload& workload,
-                                                                     const Recipe& recipe,
-                                                                     const ResolvedLayout& resolved,
-                                                                     std::uint32_t train_iters,
-                                                                     std::uint32_t log_interval) {
-  const ArgCatalog& catalog = ArgCatalog::megatron();
-  std::map<std::string, std::string> args;
-  for (const ArgInfo& info : catalog.all()) args.emplace(info.dest, info.default_text);
-  for (const auto& [flag, value] : recipe.flags) {
-    bool negated = false;
-    const ArgInfo* info = catalog.find(flag, &negated);
-    if (info == nullptr) continue;  // argparse would refuse it; the layout check reports it
-    args[info->dest] = printed_value(*info, negated, value);
-  }
+// The model and the workload, as the launch script passes them, into `args`.
+void set_model_arguments(std::map<std::string, std::string>& args, const Workload& workload,
+                         const Recipe& recipe, const ResolvedLayout& resolved,
+                         std::uint32_t train_iters, std::uint32_t log_interval) {
   const auto set = [&args](const std::string& dest, std::string value) {
     args[dest] = std::move(value);
   };
-
-  // The model and the workload, as the launch script passes them.
   const ModelSpec& m = workload.model;
   const Layout& l = resolved.layout;
   set("num_layers", std::to_string(m.num_layers));
@@ -351,8 +339,15 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   set("train_iters", std::to_string(train_iters));
   set("log_interval", std::to_string(log_interval));
   set("log_throughput", "True");
+}
 
-  // The layout as it resolved, and the rewrites validate_args makes silently.
+// The layout as it resolved, and the rewrites validate_args makes silently, into `args`.
+void set_layout_arguments(std::map<std::string, std::string>& args, const Workload& workload,
+                          const Recipe& recipe, const ResolvedLayout& resolved) {
+  const Layout& l = resolved.layout;
+  const auto set = [&args](const std::string& dest, std::string value) {
+    args[dest] = std::move(value);
+  };
   set("world_size", std::to_string(workload.gpus));
   set("rank", "0");
   set("data_parallel_size", std::to_string(resolved.dp));
@@ -391,8 +386,12 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   }
   set("consumed_train_samples", "0");
   set("consumed_valid_samples", "0");
+}
 
-  // Megatron sorts the printed lines, "  dest ..... value", case-insensitively.
+// The arguments in the order Megatron prints them: sorted by their printed line ("  dest .....
+// value"), case-insensitively.
+std::vector<std::pair<std::string, std::string>> sorted_arguments(
+    std::map<std::string, std::string> args) {
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> keyed;
   keyed.reserve(args.size());
   for (auto& [dest, value] : args) {
@@ -405,6 +404,25 @@ std::vector<std::pair<std::string, std::string>> effective_arguments(const Workl
   sorted.reserve(keyed.size());
   for (auto& entry : keyed) sorted.push_back(std::move(entry.second));
   return sorted;
+}
+
+std::vector<std::pair<std::string, std::string>> effective_arguments(const Workload& workload,
+                                                                     const Recipe& recipe,
+                                                                     const ResolvedLayout& resolved,
+                                                                     std::uint32_t train_iters,
+                                                                     std::uint32_t log_interval) {
+  const ArgCatalog& catalog = ArgCatalog::megatron();
+  std::map<std::string, std::string> args;
+  for (const ArgInfo& info : catalog.all()) args.emplace(info.dest, info.default_text);
+  for (const auto& [flag, value] : recipe.flags) {
+    bool negated = false;
+    const ArgInfo* info = catalog.find(flag, &negated);
+    if (info == nullptr) continue;  // argparse would refuse it; the layout check reports it
+    args[info->dest] = printed_value(*info, negated, value);
+  }
+  set_model_arguments(args, workload, recipe, resolved, train_iters, log_interval);
+  set_layout_arguments(args, workload, recipe, resolved);
+  return sorted_arguments(std::move(args));
 }
 
 MegatronLogWriter::MegatronLogWriter(const Workload& workload, const Recipe& recipe,

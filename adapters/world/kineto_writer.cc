@@ -41,8 +41,8 @@ struct KernelNames {
   std::string deepep_dispatch, deepep_combine;
 };
 
-KernelNames kernel_names(const Workload& w, bool deepep_internode) {
-  KernelNames k;
+// cuBLAS's GEMMs and CUTLASS's grouped GEMM, as each GPU generation names them.
+void set_gemm_names(const Workload& w, KernelNames& k) {
   const bool blackwell = w.hardware.compute_capability >= 10.0;
   const bool hopper = !blackwell && w.hardware.compute_capability >= 9.0;
   const bool fp8 = w.precision == Precision::kFp8;
@@ -81,6 +81,11 @@ KernelNames kernel_names(const Workload& w, bool deepep_internode) {
       "cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<int, "
       "int, int> > >::Params)";
   k.grouped_bwd = k.grouped_fwd;
+}
+
+// The layer's other kernels: flash attention, Transformer Engine's norms and activations,
+// PyTorch's elementwise, permutation, embedding and loss kernels.
+void set_layer_kernel_names(KernelNames& k) {
   k.flash_fwd =
       "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
       "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, "
@@ -136,6 +141,10 @@ KernelNames kernel_names(const Workload& w, bool deepep_internode) {
       "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, "
       "at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, "
       "float const*, int)";
+}
+
+// The optimizer's multi-tensor kernels and DeepEP's dispatch and combine.
+void set_optimizer_and_deepep_names(bool deepep_internode, KernelNames& k) {
   k.adam =
       "void multi_tensor_apply_kernel<TensorListMetadata<4>, transformer_engine::"
       "multi_tensor_adam::AdamFunctor<float, float, float, long>, int, float, float, float, "
@@ -163,6 +172,13 @@ KernelNames kernel_names(const Workload& w, bool deepep_internode) {
                      "__nv_bfloat16 const*, float const*, __nv_bfloat16 const*, __nv_bfloat16 "
                      "const*, int const*, int const*, int const*, int, int, int, int, void**, "
                      "int, int, int)";
+}
+
+KernelNames kernel_names(const Workload& w, bool deepep_internode) {
+  KernelNames k;
+  set_gemm_names(w, k);
+  set_layer_kernel_names(k);
+  set_optimizer_and_deepep_names(deepep_internode, k);
   return k;
 }
 

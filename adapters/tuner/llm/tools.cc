@@ -29,8 +29,10 @@ bool is_allowed_tool(std::string_view name) {
   return std::find(kToolNames.begin(), kToolNames.end(), name) != kToolNames.end();
 }
 
-std::vector<ToolSpec> tuner_tool_specs(bool with_framework_source) {
-  std::vector<ToolSpec> tools;
+namespace {
+
+// propose_candidate: the changes, the parent run, the hypothesis and whether to trace the run.
+ToolSpec propose_candidate_spec() {
   const json change = {
       {"type", "object"},
       {"properties",
@@ -43,32 +45,60 @@ std::vector<ToolSpec> tuner_tool_specs(bool with_framework_source) {
           {"description",
            "the new value; \"\" for a switch; null removes the flag or variable"}}}}},
       {"required", {"value"}}};
+  return ToolSpec{
+      std::string(kProposeCandidate),
+      "Propose a candidate: one lever or one coupled set of parallel degrees changed on the "
+      "recipe of a parent run, with a hypothesis. The answer (admitted as run N, or refused with "
+      "the reason) comes with the next message.",
+      {{"type", "object"},
+       {"properties",
+        {{"changes", {{"type", "array"}, {"items", change}, {"minItems", 1}}},
+         {"parent_run_id",
+          {{"type", "integer"}, {"description", "the run whose recipe is changed; 0 = baseline"}}},
+         {"hypothesis",
+          {{"type", "object"},
+           {"properties",
+            {{"bottleneck", {{"type", "string"}}},
+             {"bottleneck_tag",
+              {{"type", "string"},
+               {"enum",
+                {"ep_a2a", "ep_a2a_cross_node", "tp_comm", "cp_comm", "pp_p2p", "bubble", "dp_comm",
+                 "optimizer", "optimizer_offload", "recompute", "host", "compute", "memory_short"}},
+               {"description", "the diagnosis tag of the bottleneck, when one fits"}}},
+             {"mechanism", {{"type", "string"}}},
+             {"expected_gain_fraction", {{"type", "number"}}}}},
+           {"required", {"bottleneck", "mechanism", "expected_gain_fraction"}}}},
+         {"profile", {{"type", "boolean"}, {"description", "trace the run (3 extra steps)"}}}}},
+       {"required", {"changes", "parent_run_id", "hypothesis"}}}};
+}
+
+// The tools that read the framework checkout: a file's lines, and a search.
+void add_framework_source_specs(std::vector<ToolSpec>& tools) {
   tools.push_back(
-      {std::string(kProposeCandidate),
-       "Propose a candidate: one lever or one coupled set of parallel degrees changed on the "
-       "recipe of a parent run, with a hypothesis. The answer (admitted as run N, or refused with "
-       "the reason) comes with the next message.",
+      {std::string(kReadFrameworkSource),
+       "Read lines of a file in the framework checkout (paths relative to its root). Read a "
+       "flag's implementation before you use it; the location is recorded.",
        {{"type", "object"},
         {"properties",
-         {{"changes", {{"type", "array"}, {"items", change}, {"minItems", 1}}},
-          {"parent_run_id",
-           {{"type", "integer"}, {"description", "the run whose recipe is changed; 0 = baseline"}}},
-          {"hypothesis",
-           {{"type", "object"},
-            {"properties",
-             {{"bottleneck", {{"type", "string"}}},
-              {"bottleneck_tag",
-               {{"type", "string"},
-                {"enum",
-                 {"ep_a2a", "ep_a2a_cross_node", "tp_comm", "cp_comm", "pp_p2p", "bubble",
-                  "dp_comm", "optimizer", "optimizer_offload", "recompute", "host", "compute",
-                  "memory_short"}},
-                {"description", "the diagnosis tag of the bottleneck, when one fits"}}},
-              {"mechanism", {{"type", "string"}}},
-              {"expected_gain_fraction", {{"type", "number"}}}}},
-            {"required", {"bottleneck", "mechanism", "expected_gain_fraction"}}}},
-          {"profile", {{"type", "boolean"}, {"description", "trace the run (3 extra steps)"}}}}},
-        {"required", {"changes", "parent_run_id", "hypothesis"}}}});
+         {{"path", {{"type", "string"}}},
+          {"first_line", {{"type", "integer"}, {"minimum", 1}}},
+          {"last_line", {{"type", "integer"}, {"minimum", 1}}}}},
+        {"required", {"path", "first_line", "last_line"}}}});
+  tools.push_back(
+      {std::string(kSearchFrameworkSource),
+       "Find the lines that contain a text in the framework checkout.",
+       {{"type", "object"},
+        {"properties",
+         {{"pattern", {{"type", "string"}, {"description", "plain text"}}},
+          {"path_prefix", {{"type", "string"}, {"description", "a file or folder to search in"}}}}},
+        {"required", {"pattern"}}}});
+}
+
+}  // namespace
+
+std::vector<ToolSpec> tuner_tool_specs(bool with_framework_source) {
+  std::vector<ToolSpec> tools;
+  tools.push_back(propose_candidate_spec());
   tools.push_back({std::string(kWaitForRuns),
                    "Nothing to propose until a run in flight finishes; you are asked again then.",
                    {{"type", "object"}, {"properties", json::object()}}});
@@ -78,26 +108,7 @@ std::vector<ToolSpec> tuner_tool_specs(bool with_framework_source) {
                    run_id_schema("a run proposed with profile = true")});
   tools.push_back(
       {std::string(kGetRunLog), "The end of a run's training log.", run_id_schema("the run")});
-  if (with_framework_source) {
-    tools.push_back(
-        {std::string(kReadFrameworkSource),
-         "Read lines of a file in the framework checkout (paths relative to its root). Read a "
-         "flag's implementation before you use it; the location is recorded.",
-         {{"type", "object"},
-          {"properties",
-           {{"path", {{"type", "string"}}},
-            {"first_line", {{"type", "integer"}, {"minimum", 1}}},
-            {"last_line", {{"type", "integer"}, {"minimum", 1}}}}},
-          {"required", {"path", "first_line", "last_line"}}}});
-    tools.push_back({std::string(kSearchFrameworkSource),
-                     "Find the lines that contain a text in the framework checkout.",
-                     {{"type", "object"},
-                      {"properties",
-                       {{"pattern", {{"type", "string"}, {"description", "plain text"}}},
-                        {"path_prefix",
-                         {{"type", "string"}, {"description", "a file or folder to search in"}}}}},
-                      {"required", {"pattern"}}}});
-  }
+  if (with_framework_source) add_framework_source_specs(tools);
   tools.push_back(
       {std::string(kRecordStop),
        "End the search: the remaining budget will not find a faster recipe. Give the evidence.",

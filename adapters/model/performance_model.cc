@@ -906,14 +906,16 @@ void add_stage_host(const Context& c, const StageLayerTimes& times, const StageL
 // gradient backward (perf_model.md §4.6: m·v·exposed(PP p2p)). Without interleaving, or with
 // --no-overlap-p2p-communication, each exchange is on the critical path: a stage cannot start a
 // chunk before its input has arrived. The interleaved schedule with overlap_p2p_comm (Megatron's
-// default, and NeMo's and Megatron-Bridge's whenever virtual stages are set) posts each exchange
-// and waits for its parts later (Megatron's schedules.py): the forward's receive before the next
-// forward, after a backward chunk; the backward's receive before the next backward, after a
-// forward chunk; the backward's send one step later. The forward's send is waited for at once,
-// because the stack frees the chunk's output after it (deallocate_pipeline_outputs, on in
-// Megatron-LM's, NeMo's and Megatron-Bridge's training), so it is exposed. Then the fill and
-// drain, where each of the first and last microbatch's p - 1 hops waits for its message, charged
-// spread over the step's microbatches.
+// default, and NeMo's and Megatron-Bridge's whenever virtual stages are set) overlaps only its
+// steady state (Megatron's schedules.py; overlap_p2p_comm_warmup_flush is off by default): the
+// warm-up forwards and cool-down backwards, 2(p - rank - 1) + (v - 1)p of each, exchange and
+// wait. In the steady state each exchange is posted and its parts waited for later: the
+// forward's receive before the next forward, after a backward chunk; the backward's receive
+// before the next backward, after a forward chunk; the backward's send one step later. The
+// forward's send is waited for at once, because the stack frees the chunk's output after it
+// (deallocate_pipeline_outputs, on in Megatron-LM's, NeMo's and Megatron-Bridge's training), so
+// it is exposed. The step's exposure is spread over its microbatches; the pipeline's fill and
+// drain come with the bubble, which is counted in microbatches.
 double stage_p2p_s(const Context& c, int rank, double forward_s, double backward_s) {
   const int p = c.l.pp;
   if (p <= 1) return 0.0;
@@ -924,11 +926,12 @@ double stage_p2p_s(const Context& c, int rank, double forward_s, double backward
   const double next = has_next ? p2p_message_s(c, rank, (rank + 1) % p) : 0.0;
   const double message = std::max(prev, next);
   if (v <= 1 || !c.l.overlap_p2p) return v * 2 * message;
-  const double exposed = next +                                  // the forward's send
-                         std::max(0.0, prev - backward_s / v) +  // the forward's receive
-                         std::max(0.0, next - forward_s / v);    // the backward's receive
-  const double fill_and_drain = 2.0 * (p - 1) * message / c.r.microbatches;
-  return v * exposed + fill_and_drain;
+  const double chunks = static_cast<double>(c.r.microbatches) * v;
+  const double warmup = std::min(chunks, 2.0 * (p - rank - 1) + (v - 1.0) * p);
+  const double steady = next +                                  // the forward's send
+                        std::max(0.0, prev - backward_s / v) +  // the forward's receive
+                        std::max(0.0, next - forward_s / v);    // the backward's receive
+  return (2 * warmup * message + (chunks - warmup) * steady) / c.r.microbatches;
 }
 
 StageWork stage_work(const Context& c, const LayerParts& parts, const StageLayerTimes& times,

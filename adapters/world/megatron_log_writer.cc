@@ -272,6 +272,8 @@ std::vector<std::string> model_flags(const Workload& workload) {
   return out;
 }
 
+namespace {
+
 // The model and the workload, as the launch script passes them, into `args`.
 void set_model_arguments(std::map<std::string, std::string>& args, const Workload& workload,
                          const Recipe& recipe, const ResolvedLayout& resolved,
@@ -405,6 +407,8 @@ std::vector<std::pair<std::string, std::string>> sorted_arguments(
   for (auto& entry : keyed) sorted.push_back(std::move(entry.second));
   return sorted;
 }
+
+}  // namespace
 
 std::vector<std::pair<std::string, std::string>> effective_arguments(const Workload& workload,
                                                                      const Recipe& recipe,

@@ -128,21 +128,22 @@ TEST(SimFindings, Llama405bPipelineSendReceiveAndFewerVirtualStages) {
   EXPECT_GT(b.pp_p2p_s, b.cp_comm_s);
   EXPECT_GT(b.pp_p2p_s, b.dp_comm_s);
 
-  // Megatron's interleaved schedule overlaps the exchanges with the next chunk's compute
-  // (overlap_p2p_comm, the default with virtual stages), except each forward's send, which it
-  // waits for at once: on the calibrated stack about half the exchange time stays exposed, all
-  // of it where the recipe turns the overlap off.
+  // Megatron's interleaved schedule overlaps the exchanges of its steady state with the next
+  // chunk's compute (overlap_p2p_comm, the default with virtual stages), except each forward's
+  // send, which it waits for at once; its warm-up and cool-down (here about a quarter of the
+  // chunks) exchange and wait. On the calibrated stack half to three quarters of the exchange
+  // time stays exposed, all of it where the recipe turns the overlap off.
   const Prediction overlapped = valid(w, recipe);
   const Prediction exposed =
       valid(w, variant("llama3.1-405b-b200x128", {"no-overlap-p2p-communication"}));
-  EXPECT_GT(overlapped.breakdown.pp_p2p_s, 0.4 * exposed.breakdown.pp_p2p_s);
-  EXPECT_LT(overlapped.breakdown.pp_p2p_s, 0.6 * exposed.breakdown.pp_p2p_s);
+  EXPECT_GT(overlapped.breakdown.pp_p2p_s, 0.5 * exposed.breakdown.pp_p2p_s);
+  EXPECT_LT(overlapped.breakdown.pp_p2p_s, 0.75 * exposed.breakdown.pp_p2p_s);
   EXPECT_LT(exposed.tokens_per_s_per_gpu, overlapped.tokens_per_s_per_gpu);
 
   // Fewer model chunks carry less of that traffic: PP16 VP2 (which also drops data parallelism
   // to one) halves it. The paper measured +11.9 % for that layout; in the model its deeper
-  // pipeline's fill and drain and the loop's work per microbatch outweigh the saving (a few
-  // percent slower), so the model does not reproduce the gain, and the test does not claim it.
+  // pipeline's fill and drain and the loop's work per microbatch outweigh the saving, so the
+  // model does not reproduce the gain, and the test does not claim it.
   const Prediction pp16_vp2 = predict_on_stack(
       w,
       variant("llama3.1-405b-b200x128",

@@ -113,7 +113,8 @@ TEST(SimStack, WithoutPipelineOverlapAnInterleavedRecipeRunsAsOneThatTurnsItOff)
   const Recipe exposed = with(interleaved, "no-overlap-p2p-communication");
   StackProfile no_overlap;
   no_overlap.p2p_overlap = false;
-  // Where the interleaved schedule overlaps its exchanges they cost less.
+  // On a stack without the overlap the interleaved recipe runs as one that turns it off; on the
+  // calibrated stack its exchanges cost less.
   expect_alike_only_on(w, interleaved, exposed, no_overlap);
   const Prediction overlapped = predict_on_stack(w, interleaved, StackProfile{});
   const Prediction not_overlapped = predict_on_stack(w, interleaved, no_overlap);

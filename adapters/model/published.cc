@@ -116,19 +116,15 @@ PublishedRow row_of(const Columns& c) {
   return r;
 }
 
-// attune's preset for a row's model, or empty.
+// attune's preset for a row's model, or empty: the preset of that name, or for a Llama 3 row the
+// Llama 3.1 preset of its size (the same architecture). A new preset prices its rows without an
+// entry here.
 std::string model_preset(const std::string& model) {
-  static const std::map<std::string, std::string> kNames = {
-      {"llama3-8b", "llama3.1-8b"},       {"llama3-70b", "llama3.1-70b"},
-      {"llama3.1-405b", "llama3.1-405b"}, {"deepseek-v3", "deepseek-v3"},
-      {"qwen3-30b-a3b", "qwen3-30b-a3b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"},
-      {"gpt-oss-120b", "gpt-oss-120b"},   {"mixtral-8x7b", "mixtral-8x7b"},
-      {"mixtral-8x22b", "mixtral-8x22b"}, {"kimi-k2", "kimi-k2"},
-      {"nemotron4-15b", "nemotron4-15b"}, {"nemotron4-340b", "nemotron4-340b"},
-      {"gpt3-175b", "gpt3-175b"},
-  };
-  const auto found = kNames.find(model);
-  return found == kNames.end() ? "" : found->second;
+  static const std::map<std::string, std::string> kAliases = {{"llama3-8b", "llama3.1-8b"},
+                                                              {"llama3-70b", "llama3.1-70b"}};
+  static const std::vector<std::string> kPresets = model_preset_names();
+  if (const auto alias = kAliases.find(model); alias != kAliases.end()) return alias->second;
+  return std::find(kPresets.begin(), kPresets.end(), model) != kPresets.end() ? model : "";
 }
 
 // The FP8 recipe flag of a row's precision; nullopt for a precision the model does not price.

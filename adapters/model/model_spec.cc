@@ -18,6 +18,13 @@ void read_attention(TomlFields& f, ModelSpec& m) {
   f.read("attention.num_attention_heads", m.num_attention_heads, true, 1);
   f.read("attention.sliding_window_tokens", m.sliding_window_tokens, false, 0);
   f.read("attention.window_attn_skip_freq", m.window_attn_skip_freq, false, 0);
+  f.read("attention.softmax_type", m.softmax_type, false);
+  if (m.softmax_type != "vanilla" && m.softmax_type != "off-by-one" &&
+      m.softmax_type != "learnable") {
+    f.fail_at(
+        "attention.softmax_type",
+        "expects \"vanilla\", \"off-by-one\" or \"learnable\", found \"" + m.softmax_type + "\"");
+  }
   if (attention_type == "gqa") {
     m.attention = AttentionKind::kGroupedQuery;
     m.num_query_groups = m.num_attention_heads;
@@ -72,6 +79,8 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   f.read("tokenizer_type", m.tokenizer_type, false);
   f.read("activation", m.activation, false);
   f.read("rotary_percent", m.rotary_percent, false, 0.01, 1.0);
+  f.read("yarn_scaling_factor", m.yarn_scaling_factor, false, 1.0);
+  f.read("activation_func_clamp_value", m.activation_func_clamp_value, false, 0.0);
   if (m.activation != "gelu" && m.activation != "squared-relu") {
     f.fail_at("activation", "expects \"gelu\" or \"squared-relu\", found \"" + m.activation + "\"");
   }
@@ -83,6 +92,9 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   read_moe(f, m);
   f.read("mtp.num_layers", m.mtp_num_layers, false, 0);
 
+  if (m.activation_func_clamp_value > 0 && (m.num_experts == 0 || !m.gated_linear_unit)) {
+    f.fail_at("activation_func_clamp_value", "applies to the gated experts of a MoE model only");
+  }
   if (m.num_experts > 0 && m.moe_router_topk > m.num_experts) {
     f.fail_at("moe.router_topk",
               "must not exceed moe.num_experts (" + std::to_string(m.num_experts) + ")");

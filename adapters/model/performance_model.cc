@@ -58,6 +58,26 @@ constexpr double kFp8DispatchBytes = 1.03;
 // Quantising a GEMM input to FP8: read bf16, write FP8 (per element, forward; backward casts the
 // gradients and the transposed inputs, as much again).
 constexpr double kFp8CastBytes = 3.0;
+// Attention with sinks (--softmax-type learnable or off-by-one) runs only on cuDNN's fused
+// kernels, at this fraction of the efficiency of the same shape without sinks. cuDNN-frontend's
+// attention benchmark (benchmark/attention_inference, 64 query and 8 key-value heads, BF16,
+// forward) ran a GPT-OSS layer (head dim 64 with sinks) at 0.66-0.77 of a Llama layer (head dim
+// 128) on GB200 and H200 at 2k to 32k tokens, 0.70 on average; attention_efficiency's head factor
+// already takes 64 against 128 to 0.83 of it, which leaves 0.84 to the sinks.
+constexpr double kSinkAttentionFactor = 0.84;
+// Bytes per element of each half of the routed experts' FC1 output that Megatron's clamp of the
+// gated activation moves, outside its fused activation (fused_bias_geglu.py: chunk, two clamps,
+// cat; bf16): forward two clamps (read and write each half) and the cat (read and write both),
+// 16; backward the clamps' gradients (read the gradient and the input, write), 12.
+constexpr double kActivationClampBytes = 28.0;
+// Bytes per element of the queries and keys that unfused RoPE moves beyond the fused kernel's
+// (rope_utils.py, bf16): forward multiply by cos, negate half, cat, multiply by sin, add, cat
+// with the unrotated part, 24 against 4; backward two multiplies, the negation and the sum of
+// both gradients, 16 against 4.
+constexpr double kUnfusedRopeExtraBytes = 32.0;
+// The model's backward moves twice its forward's bytes (layer_times: scaled(all, 2)); a cost
+// known as forward and backward together enters the forward as this share of it.
+constexpr double kForwardShareOfPass = 1.0 / 3.0;
 constexpr double kAdamBytesPerParam = 30.0;  // fp32 grad, master, m, v in and out, bf16 param out
 constexpr double kGradNormBytesPerParam = 8.0;         // norm and zeroing of the gradient buffer
 constexpr double kHostOffloadCopyBytesPerParam = 6.0;  // fp32 gradient down, bf16 parameter up
@@ -375,6 +395,11 @@ AttentionWidths attention_projections(const Context& c, LayerParts& parts) {
     lin.gemm = gemm_s(c, 2 * T * h * qkv, T, qkv, h, c.fp8) +
                gemm_s(c, 2 * T * a.q_width * h, T, h, a.q_width, c.fp8);
     lin.elementwise = memory_s(c, T * (a.q_width + a.kv_width) * 4.0 + c.sp_tokens * h * 6.0);
+    if (m.yarn_scaling_factor > 1.0) {
+      lin.elementwise +=
+          memory_s(c, T * (a.q_width + a.kv_width) * kUnfusedRopeExtraBytes * kForwardShareOfPass);
+      lin.host_ops += 8;
+    }
   }
   if (c.fp8) lin.elementwise += memory_s(c, kFp8CastBytes * T * (h + a.q_width));
   lin.tp = tp_block_comm_s(c);
@@ -397,7 +422,8 @@ void core_attention(const Context& c, const AttentionWidths& a, LayerParts& part
   const double head_dim = std::max(a.qk_dim, a.v_dim);
   auto core_s = [&](double context, double key_tokens, double efficiency) {
     const double flops = 2 * T * context * heads * (a.qk_dim + a.v_dim);
-    return flops / (peak * attention_efficiency(hw, key_tokens, head_dim, efficiency));
+    const double sinks = m.softmax_type == "vanilla" ? 1.0 : kSinkAttentionFactor;
+    return flops / (peak * sinks * attention_efficiency(hw, key_tokens, head_dim, efficiency));
   };
   auto both_kinds_s = [&](double efficiency) {
     const double full = core_s(s / 2, s / l.cp, efficiency);
@@ -467,9 +493,12 @@ void moe_parts(const Context& c, LayerParts& parts) {
   parts.experts.host_ops = (l.grouped_gemm ? 6 : 4 * local_experts) + (c.fp8 ? 4 : 0);
   double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
   if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
-  if (fused) act_bytes = 0;  // in the GEMMs' epilogues
+  if (m.activation_func_clamp_value > 0) {
+    act_bytes += local_experts * expert_tokens * f_e * kActivationClampBytes * kForwardShareOfPass;
+  }
+  if (fused) act_bytes = 0;  // in the GEMMs' epilogues, the clamp with them
   parts.experts_act.elementwise = memory_s(c, act_bytes);
-  parts.experts_act.host_ops = 2;
+  parts.experts_act.host_ops = 2 + (m.activation_func_clamp_value > 0 && !fused ? 4 : 0);
   if (m.moe_shared_expert_intermediate_size > 0) {
     parts.shared = mlp_part(c, m.moe_shared_expert_intermediate_size, true);
   }

@@ -205,6 +205,62 @@ TEST(SimPerformance, SlidingWindowLayersRunAtTheirOwnEfficiency) {
   EXPECT_GT(t_windowed / t_full, 3 * context_ratio);
 }
 
+// GPT-OSS's own pieces each cost time where Megatron runs them: attention sinks slow the fused
+// attention kernel (and nothing else), YaRN's RoPE runs unfused (memory traffic, no compute), and
+// the clamp of the experts' activation is a pass of its own, except inside Transformer Engine's
+// fused grouped MLP, which applies it in the GEMMs' epilogue.
+TEST(SimPerformance, SinksYarnAndTheClampCostWhereMegatronRunsThem) {
+  const std::string flags =
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 4 "
+      "--moe-token-dispatcher-type alltoall --moe-grouped-gemm --use-distributed-optimizer";
+  const Workload oss = workload("gpt-oss-120b", "b200", 64, 4096, 1280);
+  const Prediction base = run(oss, flags);
+  ASSERT_TRUE(base.valid) << base.error;
+
+  Workload vanilla = oss;
+  vanilla.model.softmax_type = "vanilla";
+  const Prediction no_sinks = run(vanilla, flags);
+  EXPECT_NEAR(base.breakdown.attention_s / no_sinks.breakdown.attention_s, 1 / 0.84, 1e-9);
+  EXPECT_DOUBLE_EQ(base.breakdown.gemm_s, no_sinks.breakdown.gemm_s);
+  EXPECT_DOUBLE_EQ(base.breakdown.elementwise_s, no_sinks.breakdown.elementwise_s);
+
+  Workload plain_rope = oss;
+  plain_rope.model.yarn_scaling_factor = 1.0;
+  const Prediction fused_rope = run(plain_rope, flags);
+  EXPECT_GT(base.breakdown.elementwise_s, fused_rope.breakdown.elementwise_s);
+  EXPECT_DOUBLE_EQ(base.breakdown.gemm_s, fused_rope.breakdown.gemm_s);
+  EXPECT_DOUBLE_EQ(base.breakdown.attention_s, fused_rope.breakdown.attention_s);
+
+  Workload unclamped = oss;
+  unclamped.model.activation_func_clamp_value = 0;
+  const Prediction no_clamp = run(unclamped, flags);
+  EXPECT_GT(base.breakdown.elementwise_s, no_clamp.breakdown.elementwise_s);
+  EXPECT_DOUBLE_EQ(base.breakdown.gemm_s, no_clamp.breakdown.gemm_s);
+  EXPECT_GT(base.step_time_s, no_clamp.step_time_s);
+
+  // Inside the fused grouped MLP (MXFP8 on Blackwell through the op fuser) the clamp is free.
+  const std::string fused_flags = flags +
+                                  " --fp8-format hybrid --fp8-recipe mxfp8 "
+                                  "--use-transformer-engine-op-fuser";
+  const auto fused_predict = [&](const Workload& on) {
+    Result<Recipe> recipe = parse_recipe(
+        "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 CUDA_DEVICE_MAX_CONNECTIONS=1 python pretrain_gpt.py " +
+        fused_flags);
+    EXPECT_TRUE(recipe.ok()) << recipe.error();
+    return predict(on, recipe.value());
+  };
+  Workload oss_fp8 = workload("gpt-oss-120b", "b200", 64, 4096, 1280, Precision::kFp8);
+  Workload oss_fp8_unclamped = oss_fp8;
+  oss_fp8_unclamped.model.activation_func_clamp_value = 0;
+  const Prediction fused = fused_predict(oss_fp8);
+  ASSERT_TRUE(fused.valid) << fused.error;
+  EXPECT_DOUBLE_EQ(fused.step_time_s, fused_predict(oss_fp8_unclamped).step_time_s);
+  // Without the variable the same FP8 recipe clamps in a pass of its own.
+  const Prediction grouped = run(oss_fp8, fused_flags);
+  ASSERT_TRUE(grouped.valid) << grouped.error;
+  EXPECT_GT(grouped.step_time_s, run(oss_fp8_unclamped, fused_flags).step_time_s);
+}
+
 // Transformer Engine's fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1) runs the experts'
 // GEMMs faster than the grouped GEMM and folds their activation into them; nothing else moves,
 // and a dense model or a recipe without grouped GEMMs is unaffected.

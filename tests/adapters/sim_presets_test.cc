@@ -207,6 +207,53 @@ TEST_F(CustomModelFile, UnknownOrGatedActivationNamesItsLine) {
       << model.error();
 }
 
+// Attention sinks take one of Megatron's --softmax-type values, and a clamp of the activation
+// only a MoE model's gated experts (Megatron refuses it elsewhere); both are refused on their line.
+TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
+  std::string text = kCustomModel;
+  text.insert(text.find("[moe]"), "softmax_type = \"sink\"\n");  // inside [attention]: line 11
+  std::string path = write(text);
+  Result<ModelSpec> model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error(), path +
+                               ":11: key 'attention.softmax_type' expects \"vanilla\", "
+                               "\"off-by-one\" or \"learnable\", found \"sink\"");
+
+  text = kCustomModel;  // the experts are not gated
+  text.insert(text.find("vocab_size"), "activation_func_clamp_value = 7.0\n");  // line 6
+  path = write(text);
+  model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error(), path +
+                               ":6: key 'activation_func_clamp_value' applies to the gated "
+                               "experts of a MoE model only");
+
+  text = kCustomModel;
+  text.replace(text.find("gated_linear_unit = false"), 25, "gated_linear_unit = true");
+  text.insert(text.find("vocab_size"), "activation_func_clamp_value = 7.0\n");
+  text.insert(text.find("[moe]"), "softmax_type = \"learnable\"\n");
+  model = load_model(write(text));
+  ASSERT_TRUE(model.ok()) << model.error();
+  EXPECT_EQ(model->activation_func_clamp_value, 7.0);
+  EXPECT_EQ(model->softmax_type, "learnable");
+  EXPECT_EQ(model->yarn_scaling_factor, 1.0);  // no YaRN unless the file says so
+}
+
+// GPT-OSS as Megatron-Bridge's provider builds it: attention sinks, YaRN RoPE of factor 32, and
+// the experts' activation clamped at 7 (gpt_oss_bridge.py).
+TEST(SimPresets, GptOssCarriesSinksYarnAndItsClamp) {
+  for (const char* name : {"gpt-oss-120b", "gpt-oss-20b"}) {
+    const ModelSpec model = load_model(name).value();
+    EXPECT_EQ(model.softmax_type, "learnable") << name;
+    EXPECT_EQ(model.yarn_scaling_factor, 32.0) << name;
+    EXPECT_EQ(model.activation_func_clamp_value, 7.0) << name;
+  }
+  const ModelSpec llama = load_model("llama3.1-8b").value();
+  EXPECT_EQ(llama.softmax_type, "vanilla");
+  EXPECT_EQ(llama.yarn_scaling_factor, 1.0);
+  EXPECT_EQ(llama.activation_func_clamp_value, 0.0);
+}
+
 TEST(SimPresets, HardwareFileErrorsAreOneLine) {
   Result<HardwareSpec> hw =
       parse_hardware_toml("name = \"x\"\ncompute_capability = 9.0\n", "x.toml");

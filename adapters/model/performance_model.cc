@@ -87,6 +87,18 @@ constexpr double kHostOffloadCopyBytesPerParam = 6.0;  // fp32 gradient down, bf
 // budget per rank: dispatch_blocks_host) leaves the GPU idle while the host issues this many
 // operations after it.
 constexpr double kSyncGapOps = 4.0;
+// In FP8, Transformer Engine runs a grouped GEMM outside its fused grouped MLP (GroupedLinear)
+// as a loop over the local experts: for each, it quantises the input, allocates its FP8 copies
+// and scales (TransformerEngine issue 1499: two tensor allocations per GEMM in the cast), and
+// sets up, launches and fences one cuBLASLt GEMM on one of several streams. Its grouped-linear
+// benchmark on SM100 (PR 3134, block-scaled FP4: 8 experts of 128 tokens, 2048 x 2048) took
+// 0.267 ms for the loop's GEMMs alone, 33 us per expert where the kernels take a few: against a
+// B200's 50 us per operation, 0.66 of one. Charged per expert GEMM of the forward (two per
+// expert); the backward's are charged at kBackwardOpsFactor times the forward's, as every
+// piece's are. A BF16 loop (no casts) is not charged: no measurement of it is at hand, and the
+// paper's BF16 findings on GLM-4.5 and MiniMax-M2 (fewer nodes per expert group gains, with
+// twice the experts per GPU) rule out a cost of this size there.
+constexpr double kFp8GroupedGemmOpsPerExpertGemm = 0.66;
 // CUDA graphs: a captured kernel costs this fraction of an eager launch.
 constexpr double kGraphedLaunchFraction = 0.1;
 constexpr double kFullIterationLaunchFraction = 0.02;
@@ -490,7 +502,10 @@ void moe_parts(const Context& c, LayerParts& parts) {
       (gemm_s(c, 2 * expert_tokens * h * up * f_e, expert_tokens, up * f_e, h, c.fp8) +
        gemm_s(c, 2 * expert_tokens * f_e * h, expert_tokens, h, f_e, c.fp8)) /
       grouped;
-  parts.experts.host_ops = (l.grouped_gemm ? 6 : 4 * local_experts) + (c.fp8 ? 4 : 0);
+  const double expert_loop_ops =
+      c.fp8 && !fused ? 2 * local_experts * kFp8GroupedGemmOpsPerExpertGemm : 0.0;
+  parts.experts.host_ops =
+      (l.grouped_gemm ? 6 + expert_loop_ops : 4 * local_experts) + (c.fp8 ? 4 : 0);
   double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
   if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
   if (m.activation_func_clamp_value > 0) {

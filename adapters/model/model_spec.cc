@@ -92,6 +92,11 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   read_moe(f, m);
   f.read("mtp.num_layers", m.mtp_num_layers, false, 0);
 
+  if (m.yarn_scaling_factor > 1.0 &&
+      (m.position_embedding_type != "yarn" || m.attention == AttentionKind::kMultiLatent)) {
+    f.fail_at("yarn_scaling_factor",
+              "applies to position_embedding_type = \"yarn\" with grouped-query attention only");
+  }
   if (m.activation_func_clamp_value > 0 && (m.num_experts == 0 || !m.gated_linear_unit)) {
     f.fail_at("activation_func_clamp_value", "applies to the gated experts of a MoE model only");
   }

@@ -41,9 +41,10 @@ struct ModelSpec {
   // (--squared-relu, Nemotron-4). A gated MLP is SwiGLU.
   std::string activation = "gelu";
   double rotary_percent = 1.0;  // the share of each head's dimensions RoPE rotates
-  // YaRN's RoPE scaling factor (1 = none). Above 1 its attention concentration (mscale,
-  // 0.1 ln(factor) + 1 where the model gives no other) differs from 1, and Megatron applies RoPE
-  // with its unfused implementation whatever --apply-rope-fusion says (rope_utils.py).
+  // YaRN's RoPE scaling factor (1 = none; above 1 only with position_embedding_type "yarn").
+  // Above 1 its attention concentration (mscale, 0.1 ln(factor) + 1 where the model gives no
+  // other) differs from 1, and Megatron applies RoPE with its unfused implementation whatever
+  // --apply-rope-fusion says (rope_utils.py).
   double yarn_scaling_factor = 1.0;
   // The routed experts' gated activation clamped to this value (Megatron's
   // --activation-func-clamp-value; 0 = no clamp). Megatron clamps outside its fused activation.

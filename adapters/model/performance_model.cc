@@ -58,23 +58,31 @@ constexpr double kFp8DispatchBytes = 1.03;
 // Quantising a GEMM input to FP8: read bf16, write FP8 (per element, forward; backward casts the
 // gradients and the transposed inputs, as much again).
 constexpr double kFp8CastBytes = 3.0;
-// Attention with sinks (--softmax-type learnable or off-by-one) runs only on cuDNN's fused
-// kernels, at this fraction of the efficiency of the same shape without sinks. cuDNN-frontend's
-// attention benchmark (benchmark/attention_inference, 64 query and 8 key-value heads, BF16,
-// forward) ran a GPT-OSS layer (head dim 64 with sinks) at 0.66-0.77 of a Llama layer (head dim
-// 128) on GB200 and H200 at 2k to 32k tokens, 0.70 on average; attention_efficiency's head factor
-// already takes 64 against 128 to 0.83 of it, which leaves 0.84 to the sinks.
+// Attention with sinks (--softmax-type learnable or off-by-one): of Transformer Engine's fused
+// backends only cuDNN's runs them (FlashAttention refuses them), at this fraction of the
+// efficiency of the same shape without sinks. cuDNN-frontend's attention benchmark
+// (benchmark/attention_inference, 64 query and 8 key-value heads, BF16, forward) ran a GPT-OSS
+// layer (head dim 64 with sinks) at 0.66-0.77 of a Llama layer (head dim 128) on GB200 and H200
+// at 2k to 32k tokens, 0.70 on average; attention_efficiency's head factor already takes 64
+// against 128 to 0.83 of it, and the rest, 0.84, is attributed to the sinks. The backward is
+// charged at the same fraction, unmeasured.
 constexpr double kSinkAttentionFactor = 0.84;
 // Bytes per element of each half of the routed experts' FC1 output that Megatron's clamp of the
-// gated activation moves, outside its fused activation (fused_bias_geglu.py: chunk, two clamps,
-// cat; bf16): forward two clamps (read and write each half) and the cat (read and write both),
-// 16; backward the clamps' gradients (read the gradient and the input, write), 12.
-constexpr double kActivationClampBytes = 28.0;
+// gated activation moves outside its fused activation (fused_bias_geglu.py, when the experts are
+// not built from Transformer Engine's ops: chunk, two clamps, cat; bf16). Forward: two clamps
+// (read and write each half) and the cat (read and write both), 16. Backward, as PyTorch's
+// autograd runs it: the one-sided clamp's mask and select, 8; the two-sided clamp's two masks,
+// their conjunction and select, 14; the chunk's backward joins the halves' gradients, 8; 30.
+constexpr double kActivationClampBytes = 46.0;
 // Bytes per element of the queries and keys that unfused RoPE moves beyond the fused kernel's
-// (rope_utils.py, bf16): forward multiply by cos, negate half, cat, multiply by sin, add, cat
-// with the unrotated part, 24 against 4; backward two multiplies, the negation and the sum of
-// both gradients, 16 against 4.
-constexpr double kUnfusedRopeExtraBytes = 32.0;
+// (rope_utils.py, bf16). Forward: multiply by cos, negate half, cat, multiply by sin, add, cat
+// with the unrotated part, 24 against 4. Backward, as autograd runs it: two multiplies, the
+// negation, the chunk's backward (a cat), the sum of both gradients and the slice's backward
+// (zero-fill and copy), 26 against 4. And the host operations it adds per layer: queries and
+// keys each take about a dozen (cos, sin, their scaling and casts, then the rotation) where the
+// fused kernel takes one.
+constexpr double kUnfusedRopeExtraBytes = 42.0;
+constexpr double kUnfusedRopeExtraOps = 22.0;
 // The model's backward moves twice its forward's bytes (layer_times: scaled(all, 2)); a cost
 // known as forward and backward together enters the forward as this share of it.
 constexpr double kForwardShareOfPass = 1.0 / 3.0;
@@ -88,16 +96,17 @@ constexpr double kHostOffloadCopyBytesPerParam = 6.0;  // fp32 gradient down, bf
 // operations after it.
 constexpr double kSyncGapOps = 4.0;
 // In FP8, Transformer Engine runs a grouped GEMM outside its fused grouped MLP (GroupedLinear)
-// as a loop over the local experts: for each, it quantises the input, allocates its FP8 copies
-// and scales (TransformerEngine issue 1499: two tensor allocations per GEMM in the cast), and
-// sets up, launches and fences one cuBLASLt GEMM on one of several streams. Its grouped-linear
-// benchmark on SM100 (PR 3134, block-scaled FP4: 8 experts of 128 tokens, 2048 x 2048) took
-// 0.267 ms for the loop's GEMMs alone, 33 us per expert where the kernels take a few: against a
-// B200's 50 us per operation, 0.66 of one. Charged per expert GEMM of the forward (two per
-// expert); the backward's are charged at kBackwardOpsFactor times the forward's, as every
-// piece's are. A BF16 loop (no casts) is not charged: no measurement of it is at hand, and the
-// paper's BF16 findings on GLM-4.5 and MiniMax-M2 (fewer nodes per expert group gains, with
-// twice the experts per GPU) rule out a cost of this size there.
+// as a loop over the local experts: per expert it keeps FP8 copies and scales (TransformerEngine
+// issue 1499: two tensor allocations per GEMM in the cast), and sets up, launches and fences one
+// cuBLASLt GEMM on one of several streams. Its grouped-linear benchmark on SM100 (PR 3134,
+// block-scaled FP4: 8 experts of 128 tokens, 2048 x 2048) took 0.267 ms for the loop's GEMMs
+// alone, 33 us per expert where the kernels take a few: against a B200's 50 us per operation,
+// 0.66 of one. That one measurement is extrapolated to every FP8 recipe on every GPU. Charged
+// per expert GEMM of the forward (two per expert); the backward's are charged at
+// kBackwardOpsFactor times the forward's, as every piece's are, which undercounts its dgrad and
+// wgrad loops (four GEMMs per expert). A BF16 loop (no casts) is not charged: no measurement of
+// it is at hand, and the paper's BF16 findings on GLM-4.5 and MiniMax-M2 (fewer nodes per expert
+// group gains, with twice the experts per GPU) rule out a cost of this size there.
 constexpr double kFp8GroupedGemmOpsPerExpertGemm = 0.66;
 // CUDA graphs: a captured kernel costs this fraction of an eager launch.
 constexpr double kGraphedLaunchFraction = 0.1;
@@ -410,12 +419,12 @@ AttentionWidths attention_projections(const Context& c, LayerParts& parts) {
     if (m.yarn_scaling_factor > 1.0) {
       lin.elementwise +=
           memory_s(c, T * (a.q_width + a.kv_width) * kUnfusedRopeExtraBytes * kForwardShareOfPass);
-      lin.host_ops += 8;
     }
   }
   if (c.fp8) lin.elementwise += memory_s(c, kFp8CastBytes * T * (h + a.q_width));
   lin.tp = tp_block_comm_s(c);
-  lin.host_ops = 10 + (m.add_bias_linear ? 2 : 0) + (l.tp > 1 ? 2 : 0) + (c.fp8 ? 3 : 0);
+  lin.host_ops = 10 + (m.add_bias_linear ? 2 : 0) + (l.tp > 1 ? 2 : 0) + (c.fp8 ? 3 : 0) +
+                 (m.yarn_scaling_factor > 1.0 ? kUnfusedRopeExtraOps : 0);
   return a;
 }
 
@@ -508,12 +517,14 @@ void moe_parts(const Context& c, LayerParts& parts) {
       (l.grouped_gemm ? 6 + expert_loop_ops : 4 * local_experts) + (c.fp8 ? 4 : 0);
   double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
   if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
-  if (m.activation_func_clamp_value > 0) {
+  // Experts built from Transformer Engine's ops clamp inside TE's activation kernel.
+  const bool megatron_clamps = m.activation_func_clamp_value > 0 && !l.te_op_fuser;
+  if (megatron_clamps) {
     act_bytes += local_experts * expert_tokens * f_e * kActivationClampBytes * kForwardShareOfPass;
   }
-  if (fused) act_bytes = 0;  // in the GEMMs' epilogues, the clamp with them
+  if (fused) act_bytes = 0;  // in the GEMMs' epilogues
   parts.experts_act.elementwise = memory_s(c, act_bytes);
-  parts.experts_act.host_ops = 2 + (m.activation_func_clamp_value > 0 && !fused ? 4 : 0);
+  parts.experts_act.host_ops = 2 + (megatron_clamps ? 4 : 0);
   if (m.moe_shared_expert_intermediate_size > 0) {
     parts.shared = mlp_part(c, m.moe_shared_expert_intermediate_size, true);
   }

@@ -207,8 +207,9 @@ TEST_F(CustomModelFile, UnknownOrGatedActivationNamesItsLine) {
       << model.error();
 }
 
-// Attention sinks take one of Megatron's --softmax-type values, and a clamp of the activation
-// only a MoE model's gated experts (Megatron refuses it elsewhere); both are refused on their line.
+// Attention sinks take one of Megatron's --softmax-type values, a clamp of the activation only a
+// MoE model's gated experts (the clamp of a gated MLP Megatron allows with MoE only), and YaRN's
+// factor only YaRN position embeddings; each is refused on its line.
 TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
   std::string text = kCustomModel;
   text.insert(text.find("[moe]"), "softmax_type = \"sink\"\n");  // inside [attention]: line 11
@@ -228,6 +229,15 @@ TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
                                ":6: key 'activation_func_clamp_value' applies to the gated "
                                "experts of a MoE model only");
 
+  text = kCustomModel;  // YaRN's factor without YaRN
+  text.insert(text.find("vocab_size"), "yarn_scaling_factor = 32.0\n");  // line 6
+  path = write(text);
+  model = load_model(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error(), path +
+                               ":6: key 'yarn_scaling_factor' applies to position_embedding_type "
+                               "= \"yarn\" with grouped-query attention only");
+
   text = kCustomModel;
   text.replace(text.find("gated_linear_unit = false"), 25, "gated_linear_unit = true");
   text.insert(text.find("vocab_size"), "activation_func_clamp_value = 7.0\n");
@@ -246,6 +256,7 @@ TEST(SimPresets, GptOssCarriesSinksYarnAndItsClamp) {
     const ModelSpec model = load_model(name).value();
     EXPECT_EQ(model.softmax_type, "learnable") << name;
     EXPECT_EQ(model.yarn_scaling_factor, 32.0) << name;
+    EXPECT_EQ(model.position_embedding_type, "yarn") << name;
     EXPECT_EQ(model.activation_func_clamp_value, 7.0) << name;
   }
   const ModelSpec llama = load_model("llama3.1-8b").value();

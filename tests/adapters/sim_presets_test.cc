@@ -211,38 +211,29 @@ TEST_F(CustomModelFile, UnknownOrGatedActivationNamesItsLine) {
 // MoE model's gated experts (the clamp of a gated MLP Megatron allows with MoE only), and YaRN's
 // factor only YaRN position embeddings; each is refused on its line.
 TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
+  // The custom model with `line` inserted before `before`: the one-line error names its line.
+  const auto refused = [&](const char* before, const char* line, const std::string& error) {
+    std::string text = kCustomModel;
+    text.insert(text.find(before), line);
+    const std::string path = write(text);
+    Result<ModelSpec> model = load_model(path);
+    ASSERT_FALSE(model.ok()) << line;
+    EXPECT_EQ(model.error(), path + error);
+  };
+  refused("[moe]", "softmax_type = \"sink\"\n",  // inside [attention]: line 11
+          ":11: key 'attention.softmax_type' expects \"vanilla\", \"off-by-one\" or "
+          "\"learnable\", found \"sink\"");
+  refused("vocab_size", "activation_func_clamp_value = 7.0\n",  // the experts are not gated
+          ":6: key 'activation_func_clamp_value' applies to the gated experts of a MoE model only");
+  refused("vocab_size", "yarn_scaling_factor = 32.0\n",  // YaRN's factor without YaRN
+          ":6: key 'yarn_scaling_factor' applies to position_embedding_type = \"yarn\" with "
+          "grouped-query attention only");
+
   std::string text = kCustomModel;
-  text.insert(text.find("[moe]"), "softmax_type = \"sink\"\n");  // inside [attention]: line 11
-  std::string path = write(text);
-  Result<ModelSpec> model = load_model(path);
-  ASSERT_FALSE(model.ok());
-  EXPECT_EQ(model.error(), path +
-                               ":11: key 'attention.softmax_type' expects \"vanilla\", "
-                               "\"off-by-one\" or \"learnable\", found \"sink\"");
-
-  text = kCustomModel;  // the experts are not gated
-  text.insert(text.find("vocab_size"), "activation_func_clamp_value = 7.0\n");  // line 6
-  path = write(text);
-  model = load_model(path);
-  ASSERT_FALSE(model.ok());
-  EXPECT_EQ(model.error(), path +
-                               ":6: key 'activation_func_clamp_value' applies to the gated "
-                               "experts of a MoE model only");
-
-  text = kCustomModel;  // YaRN's factor without YaRN
-  text.insert(text.find("vocab_size"), "yarn_scaling_factor = 32.0\n");  // line 6
-  path = write(text);
-  model = load_model(path);
-  ASSERT_FALSE(model.ok());
-  EXPECT_EQ(model.error(), path +
-                               ":6: key 'yarn_scaling_factor' applies to position_embedding_type "
-                               "= \"yarn\" with grouped-query attention only");
-
-  text = kCustomModel;
   text.replace(text.find("gated_linear_unit = false"), 25, "gated_linear_unit = true");
   text.insert(text.find("vocab_size"), "activation_func_clamp_value = 7.0\n");
   text.insert(text.find("[moe]"), "softmax_type = \"learnable\"\n");
-  model = load_model(write(text));
+  Result<ModelSpec> model = load_model(write(text));
   ASSERT_TRUE(model.ok()) << model.error();
   EXPECT_EQ(model->activation_func_clamp_value, 7.0);
   EXPECT_EQ(model->softmax_type, "learnable");

@@ -127,6 +127,9 @@ struct Layout {
   int cpu_offloading_num_layers = 0;  // activation offload
 
   bool cross_entropy_fusion = false;
+  // Megatron applies RoPE with Transformer Engine's fused kernel unless --no-rope-fusion; it also
+  // turns the fusion off for any position embedding but "rope" (performance_model.cc).
+  bool rope_fusion = true;
   int mtp_layers = 0;
   bool fp8_format_set = false;  // --fp8-format given
   std::string fp8_recipe = "delayed";

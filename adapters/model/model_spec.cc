@@ -1,5 +1,8 @@
 #include "adapters/model/model_spec.h"
 
+#include <algorithm>
+#include <array>
+
 #include "adapters/model/toml_fields.h"
 
 namespace attune::sim {
@@ -18,12 +21,15 @@ void read_attention(TomlFields& f, ModelSpec& m) {
   f.read("attention.num_attention_heads", m.num_attention_heads, true, 1);
   f.read("attention.sliding_window_tokens", m.sliding_window_tokens, false, 0);
   f.read("attention.window_attn_skip_freq", m.window_attn_skip_freq, false, 0);
-  f.read("attention.softmax_type", m.softmax_type, false);
-  if (m.softmax_type != "vanilla" && m.softmax_type != "off-by-one" &&
-      m.softmax_type != "learnable") {
-    f.fail_at(
-        "attention.softmax_type",
-        "expects \"vanilla\", \"off-by-one\" or \"learnable\", found \"" + m.softmax_type + "\"");
+  std::string softmax = "vanilla";
+  f.read("attention.softmax_type", softmax, false);
+  if (softmax == "off-by-one") {
+    m.softmax = SoftmaxType::kOffByOne;
+  } else if (softmax == "learnable") {
+    m.softmax = SoftmaxType::kLearnable;
+  } else if (softmax != "vanilla") {
+    f.fail_at("attention.softmax_type",
+              "expects \"vanilla\", \"off-by-one\" or \"learnable\", found \"" + softmax + "\"");
   }
   if (attention_type == "gqa") {
     m.attention = AttentionKind::kGroupedQuery;
@@ -79,7 +85,6 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   f.read("tokenizer_type", m.tokenizer_type, false);
   f.read("activation", m.activation, false);
   f.read("rotary_percent", m.rotary_percent, false, 0.01, 1.0);
-  f.read("yarn_scaling_factor", m.yarn_scaling_factor, false, 1.0);
   f.read("activation_func_clamp_value", m.activation_func_clamp_value, false, 0.0);
   if (m.activation != "gelu" && m.activation != "squared-relu") {
     f.fail_at("activation", "expects \"gelu\" or \"squared-relu\", found \"" + m.activation + "\"");
@@ -92,10 +97,14 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   read_moe(f, m);
   f.read("mtp.num_layers", m.mtp_num_layers, false, 0);
 
-  if (m.yarn_scaling_factor > 1.0 &&
-      (m.position_embedding_type != "yarn" || m.attention == AttentionKind::kMultiLatent)) {
-    f.fail_at("yarn_scaling_factor",
-              "applies to position_embedding_type = \"yarn\" with grouped-query attention only");
+  static constexpr std::array<std::string_view, 6> kPositionEmbeddings = {
+      "learned_absolute", "rope", "yarn", "mrope", "relative", "none"};
+  if (std::find(kPositionEmbeddings.begin(), kPositionEmbeddings.end(),
+                m.position_embedding_type) == kPositionEmbeddings.end()) {
+    f.fail_at("position_embedding_type",
+              "expects one of Megatron's learned_absolute, rope, yarn, mrope, relative, none; "
+              "found \"" +
+                  m.position_embedding_type + "\"");
   }
   if (m.activation_func_clamp_value > 0 && (m.num_experts == 0 || !m.gated_linear_unit)) {
     f.fail_at("activation_func_clamp_value", "applies to the gated experts of a MoE model only");

@@ -15,6 +15,10 @@
 
 namespace attune::sim {
 
+// Megatron's --softmax-type: the plain softmax, or one with an attention sink (a zero logit, or a
+// learned one per head), which of Transformer Engine's fused attention backends only cuDNN's runs.
+enum class SoftmaxType : std::uint8_t { kVanilla, kOffByOne, kLearnable };
+
 enum class AttentionKind : std::uint8_t {
   kGroupedQuery,  // multi-head or grouped-query attention (Megatron's default path)
   kMultiLatent,   // DeepSeek's multi-latent attention (--multi-latent-attention)
@@ -41,11 +45,6 @@ struct ModelSpec {
   // (--squared-relu, Nemotron-4). A gated MLP is SwiGLU.
   std::string activation = "gelu";
   double rotary_percent = 1.0;  // the share of each head's dimensions RoPE rotates
-  // YaRN's RoPE scaling factor (1 = none; above 1 only with position_embedding_type "yarn").
-  // Above 1 its attention concentration (mscale, 0.1 ln(factor) + 1 where the model gives no
-  // other) differs from 1, and Megatron applies RoPE with its unfused implementation whatever
-  // --apply-rope-fusion says (rope_utils.py).
-  double yarn_scaling_factor = 1.0;
   // The routed experts' gated activation clamped to this value (Megatron's
   // --activation-func-clamp-value; 0 = no clamp). Megatron clamps outside its fused activation.
   double activation_func_clamp_value = 0.0;
@@ -61,9 +60,7 @@ struct ModelSpec {
   int v_head_dim = 0;
   int sliding_window_tokens = 0;  // 0 = every layer attends to the whole causal context
   int window_attn_skip_freq = 0;  // every Nth layer skips the window (full attention); 0 = none
-  // Megatron's --softmax-type: "vanilla", or "off-by-one" / "learnable" (attention sinks), which
-  // only cuDNN's fused attention runs.
-  std::string softmax_type = "vanilla";
+  SoftmaxType softmax = SoftmaxType::kVanilla;  // attention.softmax_type
 
   int num_experts = 0;  // 0 = dense model
   int moe_router_topk = 0;

@@ -74,13 +74,15 @@ constexpr double kSinkAttentionFactor = 0.84;
 // autograd runs it: the one-sided clamp's mask and select, 8; the two-sided clamp's two masks,
 // their conjunction and select, 14; the chunk's backward joins the halves' gradients, 8; 30.
 constexpr double kActivationClampBytes = 46.0;
-// Bytes per element of the queries and keys that unfused RoPE moves beyond the fused kernel's
-// (rope_utils.py, bf16). Forward: multiply by cos, negate half, cat, multiply by sin, add, cat
-// with the unrotated part, 24 against 4. Backward, as autograd runs it: two multiplies, the
-// negation, the chunk's backward (a cat), the sum of both gradients and the slice's backward
-// (zero-fill and copy), 26 against 4. And the host operations it adds per layer: queries and
-// keys each take about a dozen (cos, sin, their scaling and casts, then the rotation) where the
-// fused kernel takes one.
+// Megatron applies RoPE unfused with --no-rope-fusion, and for any position embedding but "rope"
+// (validate_args turns the fusion off; Megatron Core's rope_utils.py also falls back when the
+// attention concentration mscale is not 1, as YaRN's is). Bytes per element of the queries and
+// keys that unfused RoPE moves beyond the fused kernel's (rope_utils.py, bf16). Forward: multiply
+// by cos, negate half, cat, multiply by sin, add, cat with the unrotated part, 24 against 4.
+// Backward, as autograd runs it: two multiplies, the negation, the chunk's backward (a cat), the
+// sum of both gradients and the slice's backward (zero-fill and copy), 26 against 4. And the host
+// operations it adds per layer: queries and keys each take about a dozen (cos, sin, their scaling
+// and casts, then the rotation) where the fused kernel takes one.
 constexpr double kUnfusedRopeExtraBytes = 42.0;
 constexpr double kUnfusedRopeExtraOps = 22.0;
 // The model's backward moves twice its forward's bytes (layer_times: scaled(all, 2)); a cost
@@ -181,6 +183,9 @@ struct Context {
   double tokens = 0;     // tokens of one microbatch on this CP rank
   double sp_tokens = 0;  // tokens of h-wide elementwise work on one GPU
   bool fp8 = false;
+  // Grouped-query attention's RoPE runs as PyTorch operations (kUnfusedRopeExtraBytes); the
+  // multi-latent attention's rotary part is not priced apart.
+  bool rope_unfused = false;
   double host_op_s = 0;  // host time per eager operation
   // Context-parallel exchange: the p2p ring (alone or inside a2a+p2p) overlaps attention compute;
   // Ulysses all-to-all and the all-gather run before it.
@@ -416,7 +421,7 @@ AttentionWidths attention_projections(const Context& c, LayerParts& parts) {
     lin.gemm = gemm_s(c, 2 * T * h * qkv, T, qkv, h, c.fp8) +
                gemm_s(c, 2 * T * a.q_width * h, T, h, a.q_width, c.fp8);
     lin.elementwise = memory_s(c, T * (a.q_width + a.kv_width) * 4.0 + c.sp_tokens * h * 6.0);
-    if (m.yarn_scaling_factor > 1.0) {
+    if (c.rope_unfused) {
       lin.elementwise +=
           memory_s(c, T * (a.q_width + a.kv_width) * kUnfusedRopeExtraBytes * kForwardShareOfPass);
     }
@@ -424,7 +429,7 @@ AttentionWidths attention_projections(const Context& c, LayerParts& parts) {
   if (c.fp8) lin.elementwise += memory_s(c, kFp8CastBytes * T * (h + a.q_width));
   lin.tp = tp_block_comm_s(c);
   lin.host_ops = 10 + (m.add_bias_linear ? 2 : 0) + (l.tp > 1 ? 2 : 0) + (c.fp8 ? 3 : 0) +
-                 (m.yarn_scaling_factor > 1.0 ? kUnfusedRopeExtraOps : 0);
+                 (c.rope_unfused ? kUnfusedRopeExtraOps : 0);
   return a;
 }
 
@@ -441,9 +446,9 @@ void core_attention(const Context& c, const AttentionWidths& a, LayerParts& part
   const double s = c.w.seq_length;
   const double peak = hw.bf16_dense_tflops * 1e12;
   const double head_dim = std::max(a.qk_dim, a.v_dim);
+  const double sinks = m.softmax == SoftmaxType::kVanilla ? 1.0 : kSinkAttentionFactor;
   auto core_s = [&](double context, double key_tokens, double efficiency) {
     const double flops = 2 * T * context * heads * (a.qk_dim + a.v_dim);
-    const double sinks = m.softmax_type == "vanilla" ? 1.0 : kSinkAttentionFactor;
     return flops / (peak * sinks * attention_efficiency(hw, key_tokens, head_dim, efficiency));
   };
   auto both_kinds_s = [&](double efficiency) {
@@ -1087,6 +1092,10 @@ Context make_context(const Workload& w, const ResolvedLayout& r, const CostFacto
   c.tokens = static_cast<double>(w.seq_length) * l.micro_batch_size / l.cp;
   c.sp_tokens = c.tokens / (l.sequence_parallel ? l.tp : 1);
   c.fp8 = w.precision == Precision::kFp8;
+  const std::string& position = w.model.position_embedding_type;
+  const bool rotary = position == "rope" || position == "yarn" || position == "mrope";
+  c.rope_unfused = rotary && w.model.attention == AttentionKind::kGroupedQuery &&
+                   (!l.rope_fusion || position != "rope");
   c.host_op_s = w.hardware.host_op_us * 1e-6;
   // Per-layer lists are read by their first entry.
   const std::string_view cp_type =

@@ -210,7 +210,8 @@ TEST(SimPerformance, SlidingWindowLayersRunAtTheirOwnEfficiency) {
 }
 
 // GPT-OSS's own pieces each cost time where Megatron runs them: attention sinks slow the fused
-// attention kernel (and nothing else), YaRN's RoPE runs unfused (memory traffic, no compute), and
+// attention kernel (and nothing else), YaRN's RoPE runs unfused as --no-rope-fusion would have
+// it (memory traffic and launches, no compute), and
 // the clamp of the experts' activation is a pass of its own, except inside Transformer Engine's
 // fused grouped MLP, which applies it in the GEMMs' epilogue.
 TEST(SimPerformance, SinksYarnAndTheClampCostWhereMegatronRunsThem) {
@@ -226,8 +227,8 @@ TEST(SimPerformance, SinksYarnAndTheClampCostWhereMegatronRunsThem) {
     change(w.model);
     return run(w, flags);
   };
-  const Prediction no_sinks = without([](ModelSpec& m) { m.softmax_type = "vanilla"; });
-  const Prediction fused_rope = without([](ModelSpec& m) { m.yarn_scaling_factor = 1.0; });
+  const Prediction no_sinks = without([](ModelSpec& m) { m.softmax = SoftmaxType::kVanilla; });
+  const Prediction fused_rope = without([](ModelSpec& m) { m.position_embedding_type = "rope"; });
   const Prediction no_clamp = without([](ModelSpec& m) { m.activation_func_clamp_value = 0; });
   // Sinks: attention only.
   EXPECT_NEAR(base.breakdown.attention_s / no_sinks.breakdown.attention_s, 1 / 0.84, 1e-9);
@@ -248,8 +249,23 @@ TEST(SimPerformance, SinksYarnAndTheClampCostWhereMegatronRunsThem) {
       "--use-distributed-optimizer";
   Workload oss_h100 = workload("gpt-oss-120b", "h100", 64, 4096, 1280);
   const Prediction yarn_h100 = run(oss_h100, one_row);
-  oss_h100.model.yarn_scaling_factor = 1.0;
+  oss_h100.model.position_embedding_type = "rope";
   EXPECT_GT(yarn_h100.breakdown.host_s, run(oss_h100, one_row).breakdown.host_s);
+  // One mechanism: plain RoPE under --no-rope-fusion runs exactly as YaRN does (Megatron turns
+  // the fusion off for any position embedding but "rope").
+  const Prediction no_fusion = run(oss_h100, one_row + " --no-rope-fusion");
+  EXPECT_DOUBLE_EQ(no_fusion.step_time_s, yarn_h100.step_time_s);
+  // A model without rotary embeddings (GPT-3's learned positions) has no RoPE to unfuse: with
+  // --no-rope-fusion it runs as the same model would with fused RoPE.
+  const Workload gpt3 = workload("gpt3-175b", "h100", 64, 2048, 512);
+  ASSERT_EQ(gpt3.model.position_embedding_type, "learned_absolute");
+  Workload gpt3_rope = gpt3;
+  gpt3_rope.model.position_embedding_type = "rope";
+  const std::string gpt3_flags =
+      "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --micro-batch-size 1 "
+      "--use-distributed-optimizer --sequence-parallel --recompute-activations";
+  EXPECT_DOUBLE_EQ(run(gpt3, gpt3_flags + " --no-rope-fusion").step_time_s,
+                   run(gpt3_rope, gpt3_flags).step_time_s);
 
   // Experts built from Transformer Engine's ops (here its fused grouped MLP, MXFP8 on Blackwell)
   // clamp inside TE's kernels: the clamp is free.

@@ -208,8 +208,8 @@ TEST_F(CustomModelFile, UnknownOrGatedActivationNamesItsLine) {
 }
 
 // Attention sinks take one of Megatron's --softmax-type values, a clamp of the activation only a
-// MoE model's gated experts (the clamp of a gated MLP Megatron allows with MoE only), and YaRN's
-// factor only YaRN position embeddings; each is refused on its line.
+// MoE model's gated experts (the clamp of a gated MLP Megatron allows with MoE only), and the
+// position embedding one of Megatron's choices; each is refused on its line.
 TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
   // The custom model with `line` inserted before `before`: the one-line error names its line.
   const auto refused = [&](const char* before, const char* line, const std::string& error) {
@@ -225,9 +225,9 @@ TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
           "\"learnable\", found \"sink\"");
   refused("vocab_size", "activation_func_clamp_value = 7.0\n",  // the experts are not gated
           ":6: key 'activation_func_clamp_value' applies to the gated experts of a MoE model only");
-  refused("vocab_size", "yarn_scaling_factor = 32.0\n",  // YaRN's factor without YaRN
-          ":6: key 'yarn_scaling_factor' applies to position_embedding_type = \"yarn\" with "
-          "grouped-query attention only");
+  refused("vocab_size", "position_embedding_type = \"alibi\"\n",  // not one of Megatron's
+          ":6: key 'position_embedding_type' expects one of Megatron's learned_absolute, rope, "
+          "yarn, mrope, relative, none; found \"alibi\"");
 
   std::string text = kCustomModel;
   text.replace(text.find("gated_linear_unit = false"), 25, "gated_linear_unit = true");
@@ -236,23 +236,22 @@ TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
   Result<ModelSpec> model = load_model(write(text));
   ASSERT_TRUE(model.ok()) << model.error();
   EXPECT_EQ(model->activation_func_clamp_value, 7.0);
-  EXPECT_EQ(model->softmax_type, "learnable");
-  EXPECT_EQ(model->yarn_scaling_factor, 1.0);  // no YaRN unless the file says so
+  EXPECT_EQ(model->softmax, SoftmaxType::kLearnable);
+  EXPECT_EQ(model->position_embedding_type, "rope");  // Megatron's RoPE unless the file says so
 }
 
-// GPT-OSS as Megatron-Bridge's provider builds it: attention sinks, YaRN RoPE of factor 32, and
-// the experts' activation clamped at 7 (gpt_oss_bridge.py).
+// GPT-OSS as Megatron-Bridge's provider builds it: attention sinks, YaRN RoPE, and the experts'
+// activation clamped at 7 (gpt_oss_bridge.py).
 TEST(SimPresets, GptOssCarriesSinksYarnAndItsClamp) {
   for (const char* name : {"gpt-oss-120b", "gpt-oss-20b"}) {
     const ModelSpec model = load_model(name).value();
-    EXPECT_EQ(model.softmax_type, "learnable") << name;
-    EXPECT_EQ(model.yarn_scaling_factor, 32.0) << name;
+    EXPECT_EQ(model.softmax, SoftmaxType::kLearnable) << name;
     EXPECT_EQ(model.position_embedding_type, "yarn") << name;
     EXPECT_EQ(model.activation_func_clamp_value, 7.0) << name;
   }
   const ModelSpec llama = load_model("llama3.1-8b").value();
-  EXPECT_EQ(llama.softmax_type, "vanilla");
-  EXPECT_EQ(llama.yarn_scaling_factor, 1.0);
+  EXPECT_EQ(llama.softmax, SoftmaxType::kVanilla);
+  EXPECT_EQ(llama.position_embedding_type, "rope");
   EXPECT_EQ(llama.activation_func_clamp_value, 0.0);
 }
 

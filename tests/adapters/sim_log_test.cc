@@ -468,6 +468,19 @@ TEST(SimLog, TheArgumentsBlockNamesTheModelsNormPositionEmbeddingAndTokenizer) {
   EXPECT_EQ(args->values.at("normalization"), "RMSNorm");
   EXPECT_EQ(args->values.at("position_embedding_type"), "rope");
   EXPECT_EQ(args->values.at("tokenizer_type"), "HuggingFaceTokenizer");
+  EXPECT_EQ(args->values.at("apply_rope_fusion"), "True");
+}
+
+// validate_args turns RoPE fusion off for any position embedding but rope (YaRN's here), and
+// the block prints what it rewrote.
+TEST(SimLog, AnyPositionEmbeddingButRopeTurnsTheRopeFusionOff) {
+  const World world(testing::qwen_workload(), quiet_world());
+  Result<ResolvedArgs> args = parse_resolved_args(
+      run_log(world, testing::with(testing::qwen_baseline(), "position-embedding-type", "yarn"), 3),
+      "yarn.log");
+  ASSERT_TRUE(args.ok()) << args.error();
+  EXPECT_EQ(args->values.at("position_embedding_type"), "yarn");
+  EXPECT_EQ(args->values.at("apply_rope_fusion"), "False");
 }
 
 // A model whose MLP is squared ReLU and whose RoPE turns half of each head (Nemotron-4 340B):

@@ -67,6 +67,7 @@ constexpr std::string_view kExternalCudaGraph = "--external-cuda-graph";
 constexpr std::string_view kNoCheckNan = "--no-check-for-nan-in-loss-and-grad";
 constexpr std::string_view kCrossEntropyFusion = "--cross-entropy-loss-fusion";
 constexpr std::string_view kNoRopeFusion = "--no-rope-fusion";  // the dest apply_rope_fusion
+constexpr std::string_view kPositionEmbedding = "--position-embedding-type";
 constexpr std::string_view kCpCommType = "--cp-comm-type";
 constexpr std::string_view kHierarchicalCp = "--hierarchical-context-parallel-sizes";
 constexpr std::string_view kTpPpDpMapping = "--use-tp-pp-dp-mapping";
@@ -1019,6 +1020,7 @@ void read_other(FlagReader& f, const Recipe& recipe, Layout& l) {
   f.read_switch(kNoCheckNan, l.check_for_nan, true);
   f.read_switch(kCrossEntropyFusion, l.cross_entropy_fusion);
   f.read_switch(kNoRopeFusion, l.rope_fusion, true);
+  f.read_text(kPositionEmbedding, l.position_embedding_type);
   f.read_text(kCpCommType, l.cp_comm_type);
   l.hierarchical_cp_sizes_set = f.has(kHierarchicalCp);
   f.read_switch(kTpPpDpMapping, l.tp_pp_dp_mapping);

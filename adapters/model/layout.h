@@ -130,6 +130,10 @@ struct Layout {
   // Megatron applies RoPE with Transformer Engine's fused kernel unless --no-rope-fusion; it also
   // turns the fusion off for any position embedding but "rope" (performance_model.cc).
   bool rope_fusion = true;
+  // --position-embedding-type as the recipe gives it (it overrides the model file's; the argument
+  // catalog has already checked it against Megatron's choices); empty when the recipe leaves it to
+  // the model.
+  std::string position_embedding_type;
   int mtp_layers = 0;
   bool fp8_format_set = false;  // --fp8-format given
   std::string fp8_recipe = "delayed";

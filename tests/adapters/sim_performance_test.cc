@@ -255,6 +255,19 @@ TEST(SimPerformance, SinksYarnAndTheClampCostWhereMegatronRunsThem) {
   // the fusion off for any position embedding but "rope").
   const Prediction no_fusion = run(oss_h100, one_row + " --no-rope-fusion");
   EXPECT_DOUBLE_EQ(no_fusion.step_time_s, yarn_h100.step_time_s);
+  // The recipe's --position-embedding-type overrides the model file's: the YaRN model under
+  // "rope" runs the fused kernel, and the same model made plain RoPE runs unfused under "yarn".
+  const Workload oss_yarn = workload("gpt-oss-120b", "h100", 64, 4096, 1280);
+  EXPECT_DOUBLE_EQ(run(oss_yarn, one_row + " --position-embedding-type rope").step_time_s,
+                   run(oss_h100, one_row).step_time_s);
+  EXPECT_DOUBLE_EQ(run(oss_h100, one_row + " --position-embedding-type yarn").step_time_s,
+                   yarn_h100.step_time_s);
+  // A value Megatron's argparse refuses is refused with the recipe, before any pricing.
+  const Result<Recipe> rotary =
+      parse_recipe("python pretrain_gpt.py " + one_row + " --position-embedding-type rotary");
+  ASSERT_FALSE(rotary.ok());
+  EXPECT_NE(rotary.error().find("--position-embedding-type expects one of"), std::string::npos)
+      << rotary.error();
   // A model without rotary embeddings (GPT-3's learned positions) has no RoPE to unfuse: with
   // --no-rope-fusion it runs as the same model would with fused RoPE.
   const Workload gpt3 = workload("gpt3-175b", "h100", 64, 2048, 512);

@@ -8,6 +8,9 @@
 # recipes/common.py gives lr 3e-4 to 3e-5; h100/llama3.py 2000 warmup iterations and 1,168,251
 # training iterations; recipes/utils/optimizer_utils.py cosine decay, betas 0.9/0.95, eps 1e-8,
 # clipping at 1.0 and a constant weight decay of 0.033.
+# Gradients are reduced in BF16: the benchmark recipe's precision settings set
+# grad_reduce_in_fp32=False (perf_recipes/_common.py, _perf_precision; the 25.11 row's
+# ddp.grad_reduce_in_fp32=False), which Megatron-LM spells --grad-reduce-in-bf16.
 CUDA_DEVICE_MAX_CONNECTIONS=1
 python pretrain_gpt.py \
   --tensor-model-parallel-size 4 \
@@ -26,6 +29,7 @@ python pretrain_gpt.py \
   --fp8-recipe tensorwise \
   --use-distributed-optimizer \
   --overlap-grad-reduce \
+  --grad-reduce-in-bf16 \
   --overlap-param-gather \
   --cross-entropy-loss-fusion \
   --lr 3e-4 \

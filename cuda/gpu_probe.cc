@@ -354,15 +354,13 @@ void measure_gemms(const Options& o, const std::vector<Shape>& shapes, double ca
   check(cublasLtCreate(&lt), "cublasLtCreate");
   const bool fp8 = !o.skip_fp8 && capability >= kFp8ComputeCapabilityMin;
   for (const Shape& s : shapes) {
-    measured.bf16.push_back(time_gemm(lt, s, false, o.iterations));
-    std::printf("bf16 GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k),
-                measured.bf16.back().tflops);
-    if (fp8) {
-      measured.fp8.push_back(time_gemm(lt, s, true, o.iterations));
-      std::printf("fp8 GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", static_cast<long long>(s.m),
-                  static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  measured.fp8.back().tflops);
+    for (const bool in_fp8 : {false, true}) {
+      if (in_fp8 && !fp8) continue;
+      std::vector<GemmMeasurement>& into = in_fp8 ? measured.fp8 : measured.bf16;
+      into.push_back(time_gemm(lt, s, in_fp8, o.iterations));
+      std::printf("%s GEMM %lldx%lldx%lld: %.1f TFLOP/s\n", in_fp8 ? "fp8" : "bf16",
+                  static_cast<long long>(s.m), static_cast<long long>(s.n),
+                  static_cast<long long>(s.k), into.back().tflops);
     }
   }
   if (!fp8) std::printf("fp8 GEMM: skipped (%s)\n", o.skip_fp8 ? "--skip-fp8" : "no fp8 cores");

@@ -274,13 +274,16 @@ std::vector<std::string> model_flags(const Workload& workload) {
 
 namespace {
 
+// A function that writes one value of the arguments block into `args`.
+auto setter(std::map<std::string, std::string>& args) {
+  return [&args](const std::string& dest, std::string value) { args[dest] = std::move(value); };
+}
+
 // The model and the workload, as the launch script passes them, into `args`.
 void set_model_arguments(std::map<std::string, std::string>& args, const Workload& workload,
                          const Recipe& recipe, const ResolvedLayout& resolved,
                          std::uint32_t train_iters, std::uint32_t log_interval) {
-  const auto set = [&args](const std::string& dest, std::string value) {
-    args[dest] = std::move(value);
-  };
+  const auto set = setter(args);
   const ModelSpec& m = workload.model;
   const Layout& l = resolved.layout;
   set("num_layers", std::to_string(m.num_layers));
@@ -347,9 +350,7 @@ void set_model_arguments(std::map<std::string, std::string>& args, const Workloa
 void set_layout_arguments(std::map<std::string, std::string>& args, const Workload& workload,
                           const Recipe& recipe, const ResolvedLayout& resolved) {
   const Layout& l = resolved.layout;
-  const auto set = [&args](const std::string& dest, std::string value) {
-    args[dest] = std::move(value);
-  };
+  const auto set = setter(args);
   set("world_size", std::to_string(workload.gpus));
   set("rank", "0");
   set("data_parallel_size", std::to_string(resolved.dp));

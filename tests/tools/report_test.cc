@@ -466,6 +466,39 @@ TEST_F(Report, CalibrateExplainsOneRow) {
   EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1);
 }
 
+// `sim calibrate` prints one line of at most 100 columns per published row, and no two rows'
+// shown ids are the same.
+TEST_F(Report, CalibratePrintsOneLinePerRowWithin100Columns) {
+  const CommandOutcome table = attune("sim calibrate");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const CommandOutcome json_out = attune("sim calibrate --json");
+  ASSERT_EQ(json_out.exit_code, 0) << json_out.err;
+  const json parsed = json::parse(json_out.out, nullptr, false);
+  ASSERT_TRUE(parsed.contains("rows"));
+  std::size_t priced = 0;
+  for (const json& row : parsed["rows"]) priced += row.contains("error_raw") ? 1 : 0;
+  ASSERT_GT(priced, 200u);
+  // The header, then one line per priced row up to the first empty line, then the summary.
+  std::istringstream lines(table.out);
+  std::string header;
+  ASSERT_TRUE(std::getline(lines, header));
+  EXPECT_TRUE(header.starts_with("row ")) << header;
+  std::set<std::string> shown;
+  std::size_t rows = 0;
+  for (std::string line; std::getline(lines, line) && !line.empty();) {
+    ++rows;
+    EXPECT_TRUE(shown.insert(line.substr(0, line.find(' '))).second) << line;
+  }
+  EXPECT_EQ(rows, priced);
+  // Columns are UTF-8 code points: a cut id ends in a three-byte ellipsis.
+  const auto columns = [](const std::string& text) {
+    return std::count_if(text.begin(), text.end(),
+                         [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
+  };
+  std::istringstream all(table.out);
+  for (std::string line; std::getline(all, line);) EXPECT_LE(columns(line), 100) << line;
+}
+
 // A ledger string that looks like markup stays text in the HTML and in the Markdown.
 TEST_F(Report, LedgerStringsAreEscaped) {
   const fs::path db = suite_dir() / "hostile";

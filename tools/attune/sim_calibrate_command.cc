@@ -20,6 +20,8 @@ namespace attune::cli {
 namespace {
 
 constexpr int kCalibrateSchemaVersion = 1;
+// Row ids are cut to this width so that a row's line fits kTerminalWidth unwrapped.
+constexpr std::size_t kRowIdWidth = 45;
 
 struct CalibrateOptions {
   std::string rows_file;  // empty: the compiled-in rows
@@ -149,7 +151,7 @@ void print_text(const sim::Calibration& c, bool all) {
   };
   for (const sim::CalibrationRow& r : c.rows) {
     if (!r.skipped.empty() && !all) continue;
-    table.add_row({cut_to_width(r.row.id, 46), format_fixed(r.row.tokens_per_s_per_gpu, 1),
+    table.add_row({cut_to_width(r.row.id, kRowIdWidth), format_fixed(r.row.tokens_per_s_per_gpu, 1),
                    r.skipped.empty() ? format_fixed(r.predicted, 1) : "-",
                    r.skipped.empty() ? format_signed_percent(r.error_raw, 1) : "skipped",
                    signed_or_dash(r.error_model_out), signed_or_dash(r.error_release_out)});

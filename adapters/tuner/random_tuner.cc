@@ -6,7 +6,6 @@
 #include "adapters/model/layout.h"
 #include "adapters/model/performance_model.h"
 #include "adapters/model/pipeline_split.h"
-#include "core/lever_groups.h"
 #include "gate/config_check.h"
 
 namespace attune {
@@ -24,47 +23,47 @@ std::vector<int> powers_of_two_up_to(int limit) {
   return values;
 }
 
-// One lever of `layout` redrawn; returns the lever's name, or "" for an infeasible draw.
-std::string redraw_one_lever(std::mt19937_64& rng, const sim::Workload& workload,
-                             const std::vector<int>& micro_batch_sizes, sim::Layout& layout) {
+// The parallel degrees, virtual stages and pipeline split of `layout`, drawn; false for a split
+// the layer count does not allow at the drawn size (an infeasible draw).
+bool draw_parallel_layout(std::mt19937_64& rng, const sim::Workload& workload,
+                          sim::Layout& layout) {
   const bool moe = workload.model.num_experts > 0;
-  std::vector<std::string> levers = {"parallel-layout", "recompute", "optimizer-offload"};
-  if (moe) levers.push_back("moe-dispatcher");
-  if (!micro_batch_sizes.empty()) levers.push_back("micro-batch");
-  const std::string lever = pick(rng, levers);
-  if (lever == "parallel-layout") {
-    const int nvlink_gpus = workload.hardware.nvlink_domain_gpus;
-    layout.tp = pick(rng, powers_of_two_up_to(std::max(1, std::min(8, nvlink_gpus))));
-    layout.pp = pick(rng, powers_of_two_up_to(std::min(32, workload.gpus)));
-    layout.cp = pick(rng, std::vector<int>{1, 1, 2});
-    layout.ep = moe ? pick(rng, powers_of_two_up_to(std::min(64, workload.model.num_experts))) : 1;
-    layout.etp = moe ? pick(rng, std::vector<int>{1, layout.tp}) : 0;
-    layout.virtual_stages = layout.pp > 2 ? pick(rng, std::vector<int>{0, 0, 2, 4}) : 0;
-    layout.layers_per_virtual_stage = 0;
-    // A split the layer count does not allow at this size is an infeasible draw.
-    if (!sim::apply_split(pick(rng, sim::pipeline_splits()), workload.model.num_layers, layout)) {
-      return "";
-    }
-    layout.sequence_parallel = layout.tp > 1;
-  } else if (lever == "recompute") {
-    const int choice = pick(rng, std::vector<int>{0, 1, 2});
-    layout.recompute = choice == 0   ? sim::RecomputeGranularity::kNone
-                       : choice == 1 ? sim::RecomputeGranularity::kSelective
-                                     : sim::RecomputeGranularity::kFull;
-    layout.recompute_method =
-        choice == 2 ? sim::RecomputeMethod::kUniform : sim::RecomputeMethod::kNone;
-    layout.recompute_num_layers = choice == 2 ? 1 : 0;
-  } else if (lever == "moe-dispatcher") {
-    const int choice = pick(rng, std::vector<int>{0, 1, 2});
-    layout.dispatcher = choice == 0   ? sim::Dispatcher::kAlltoall
-                        : choice == 1 ? sim::Dispatcher::kAllgather
-                                      : sim::Dispatcher::kFlex;
-  } else if (lever == "micro-batch") {
-    layout.micro_batch_size = pick(rng, micro_batch_sizes);
-  } else {
-    layout.optimizer_cpu_offload = !layout.optimizer_cpu_offload;
+  const int nvlink_gpus = workload.hardware.nvlink_domain_gpus;
+  layout.tp = pick(rng, powers_of_two_up_to(std::max(1, std::min(8, nvlink_gpus))));
+  layout.pp = pick(rng, powers_of_two_up_to(std::min(32, workload.gpus)));
+  layout.cp = pick(rng, std::vector<int>{1, 1, 2});
+  layout.ep = moe ? pick(rng, powers_of_two_up_to(std::min(64, workload.model.num_experts))) : 1;
+  layout.etp = moe ? pick(rng, std::vector<int>{1, layout.tp}) : 0;
+  layout.virtual_stages = layout.pp > 2 ? pick(rng, std::vector<int>{0, 0, 2, 4}) : 0;
+  layout.layers_per_virtual_stage = 0;
+  layout.sequence_parallel = layout.tp > 1;
+  return sim::apply_split(pick(rng, sim::pipeline_splits()), workload.model.num_layers, layout);
+}
+
+// A whole configuration drawn uniformly from the frozen space into `layout` (the baseline's):
+// the parallel layout, recomputation, the MoE dispatcher, the rows per microbatch where the
+// policy frees them and CPU optimizer offload where the baseline uses it. False for an
+// infeasible draw.
+bool draw_configuration(std::mt19937_64& rng, const sim::Workload& workload,
+                        const std::vector<int>& micro_batch_sizes, bool offload_in_space,
+                        sim::Layout& layout) {
+  if (!draw_parallel_layout(rng, workload, layout)) return false;
+  const int recompute = pick(rng, std::vector<int>{0, 1, 2});
+  layout.recompute = recompute == 0   ? sim::RecomputeGranularity::kNone
+                     : recompute == 1 ? sim::RecomputeGranularity::kSelective
+                                      : sim::RecomputeGranularity::kFull;
+  layout.recompute_method =
+      recompute == 2 ? sim::RecomputeMethod::kUniform : sim::RecomputeMethod::kNone;
+  layout.recompute_num_layers = recompute == 2 ? 1 : 0;
+  if (workload.model.num_experts > 0) {
+    const int dispatcher = pick(rng, std::vector<int>{0, 1, 2});
+    layout.dispatcher = dispatcher == 0   ? sim::Dispatcher::kAlltoall
+                        : dispatcher == 1 ? sim::Dispatcher::kAllgather
+                                          : sim::Dispatcher::kFlex;
   }
-  return lever;
+  if (!micro_batch_sizes.empty()) layout.micro_batch_size = pick(rng, micro_batch_sizes);
+  if (offload_in_space) layout.optimizer_cpu_offload = pick(rng, std::vector<int>{0, 1}) == 1;
+  return true;
 }
 
 }  // namespace
@@ -83,34 +82,15 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
 
   std::set<std::string> seen;
   for (const auto& [id, proposal] : state.proposals) seen.insert(proposal.recipe_hash);
-  std::vector<RunId> measured;
-  for (const auto& [id, run] : state.runs) {
-    if (run.purpose == RunPurpose::kSearch && run.measured) measured.push_back(id);
-  }
+  auto baseline_layout = sim::decode_layout(workload_, view.baseline);
+  if (!baseline_layout.ok()) return TunerWait{};
+  const bool offload_in_space = baseline_layout->optimizer_cpu_offload;
 
   for (int draw = 0; draw < kRandomDrawsPerAnswerMax; ++draw) {
-    RunId parent_id = state.view.leader.run_id;
-    if (!measured.empty() && std::uniform_real_distribution<double>(0, 1)(rng) < 0.3) {
-      parent_id = pick(rng, measured);
-    }
-    const RunState* parent_run = state.run(parent_id);
-    auto parent =
-        parent_run ? parse_recipe(parent_run->recipe, "parent") : Result<Recipe>(view.baseline);
-    if (!parent.ok()) continue;
-    auto layout = sim::decode_layout(workload_, parent.value());
-    if (!layout.ok()) continue;
-    sim::Layout drawn = layout.value();
-    const std::string lever = redraw_one_lever(rng, workload_, micro_batch_sizes_, drawn);
-    if (lever.empty()) continue;
-    auto candidate = sim::apply_layout(parent.value(), drawn);
+    sim::Layout drawn = baseline_layout.value();
+    if (!draw_configuration(rng, workload_, micro_batch_sizes_, offload_in_space, drawn)) continue;
+    auto candidate = sim::apply_layout(view.baseline, drawn);
     if (!candidate.ok()) continue;
-    // Rendering a layout can touch settings of another lever (a default made explicit at
-    // another value than the parent's); such a draw would be refused, so it is drawn again.
-    if (LeverGroups::builtin()
-            .levers_of(effective_changes(parent.value(), candidate.value()))
-            .size() != 1) {
-      continue;
-    }
     const std::string hash = recipe_hash(candidate.value());
     if (seen.contains(hash)) continue;
     seen.insert(hash);
@@ -118,9 +98,9 @@ TunerAnswer RandomTuner::next(const TunerView& view) {
     if (!sim::predict(workload_, candidate.value()).valid) continue;
     TunerProposal proposal;
     proposal.recipe = std::move(candidate).value();
-    proposal.parent_run_id = parent_id;
+    proposal.parent_run_id = 0;  // drawn against the baseline, the search's first trial
     proposal.hypothesis.bottleneck = "unknown (random search)";
-    proposal.hypothesis.mechanism = "uniform draw of " + lever;
+    proposal.hypothesis.mechanism = "uniform draw of a whole configuration";
     proposal.hypothesis.expected_gain_fraction = 0.0;
     return proposal;
   }

@@ -1,12 +1,15 @@
-// RandomTuner: uniform random search under the control plane's rules, the black-box baseline.
+// RandomTuner: uniform random search under the control plane's rules, the black-box baseline, as
+// the paper ran it (its Appendix E: "Random search samples uniformly"; the baseline is the first
+// trial).
 //
-// Each answer changes ONE lever of a parent recipe (the leader, or now and then another measured
-// run): the coupled parallel layout, recomputation, the MoE dispatcher, CPU optimizer offload, or
-// the rows per microbatch where the policy lets them change (adapters/tuner/micro_batch.h).
-// Values are drawn uniformly from a frozen space of objective-preserving settings. A draw the
-// estimator finds invalid (divisibility, layer counts, Megatron's start-up checks) is scored zero
-// without launching, and a recipe already run or proposed is drawn again. The draw is a function
-// of the seed and the campaign's proposal count only, so a resumed campaign draws the same.
+// Each answer is a whole configuration drawn uniformly from a frozen space of objective-preserving
+// settings, against the baseline: the parallel layout (degrees, virtual stages, pipeline split),
+// recomputation, the MoE dispatcher, the rows per microbatch where the policy lets them change
+// (adapters/tuner/micro_batch.h) and CPU optimizer offload where the baseline uses it. As a
+// black-box search it is not held to one lever per candidate. A draw the estimator finds invalid
+// (divisibility, layer counts, Megatron's start-up checks) is scored zero without launching, and
+// a recipe already run or proposed is drawn again. The draw is a function of the seed and the
+// campaign's proposal count only, so a resumed campaign draws the same.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +21,15 @@
 
 namespace attune {
 
-inline constexpr int kRandomDrawsPerAnswerMax = 400;
+// Whole configurations drawn uniformly are mostly infeasible (divisibility, layer counts), and an
+// infeasible draw costs nothing: the search draws this many before it waits.
+inline constexpr int kRandomDrawsPerAnswerMax = 5000;
 
 class RandomTuner final : public Tuner {
  public:
   RandomTuner(sim::Workload workload, std::uint64_t seed, std::vector<int> micro_batch_sizes = {});
   std::string name() const override { return "random"; }
+  bool black_box() const override { return true; }
   TunerAnswer next(const TunerView& view) override;
   std::optional<double> prune_below_leader_fraction() const override { return 0.90; }
 

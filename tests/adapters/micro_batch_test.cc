@@ -11,6 +11,7 @@
 #include "adapters/tuner/random_tuner.h"
 #include "core/campaign_file.h"
 #include "core/control_state.h"
+#include "core/lever_groups.h"
 #include "gate/config_check.h"
 #include "gate/policy.h"
 
@@ -50,7 +51,7 @@ TEST(MicroBatch, FreeOnlyWhereThePolicyLetsItChange) {
   EXPECT_TRUE(free_micro_batch_sizes(minimax.policy, without).empty());
 }
 
-// Proposals, over 40 seeds, that change the microbatch size and nothing else.
+// Proposals, over 40 seeds, whose drawn configuration changes the microbatch size.
 int micro_batch_draws(const std::vector<int>& sizes) {
   const Example minimax = example("minimax-m2-b200x64");
   auto workload = sim::load_workload(minimax.spec.model, minimax.spec.hardware, 64, 4096, 1024,
@@ -70,9 +71,41 @@ int micro_batch_draws(const std::vector<int>& sizes) {
     if (proposal == nullptr) continue;
     const std::vector<SettingChange> diff =
         effective_changes(minimax.spec.baseline, proposal->recipe);
-    draws += diff.size() == 1 && diff[0].name == "--micro-batch-size" ? 1 : 0;
+    for (const SettingChange& change : diff) draws += change.name == "--micro-batch-size" ? 1 : 0;
   }
   return draws;
+}
+
+// The paper's random search samples whole configurations uniformly (its Appendix E): each
+// proposal is drawn against the baseline, most change several settings at once, and the tuner is
+// a black box, so the control plane does not hold it to one lever per candidate.
+TEST(MicroBatch, RandomSearchDrawsWholeConfigurationsAgainstTheBaseline) {
+  const Example minimax = example("minimax-m2-b200x64");
+  auto workload = sim::load_workload(minimax.spec.model, minimax.spec.hardware, 64, 4096, 1024,
+                                     sim::Precision::kBf16);
+  ASSERT_TRUE(workload.ok()) << workload.error();
+  ControlState state;
+  Envelope opened;
+  opened.sequence = 1;
+  opened.campaign_id = "c";
+  opened.body = campaign_opened(minimax.spec);
+  evolve(state, opened);
+  int proposals = 0;
+  int several = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    RandomTuner tuner(workload.value(), seed, {1, 2, 4});
+    EXPECT_TRUE(tuner.black_box());
+    const TunerAnswer answer = tuner.next(TunerView{state, minimax.spec.baseline, 0});
+    const auto* proposal = std::get_if<TunerProposal>(&answer);
+    ASSERT_NE(proposal, nullptr) << "seed " << seed;
+    ++proposals;
+    EXPECT_EQ(proposal->parent_run_id, 0u) << "seed " << seed;
+    const std::vector<std::string> levers = LeverGroups::builtin().levers_of(
+        effective_changes(minimax.spec.baseline, proposal->recipe));
+    several += levers.size() > 1 ? 1 : 0;
+  }
+  EXPECT_EQ(proposals, 20);
+  EXPECT_GT(several, proposals / 2);
 }
 
 TEST(MicroBatch, RandomSearchDrawsItOnlyWhenFree) {

@@ -3,6 +3,7 @@
 // random search as a lever of its own.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,10 @@ TEST(MicroBatch, FreeOnlyWhereThePolicyLetsItChange) {
   EXPECT_TRUE(free_micro_batch_sizes(minimax.policy, without).empty());
 }
 
-// Proposals, over 40 seeds, whose drawn configuration changes the microbatch size.
-int micro_batch_draws(const std::vector<int>& sizes) {
+// The first proposal of random search on MiniMax-M2's opened campaign, for each seed in
+// [1, seeds], drawing the rows per microbatch from `sizes`; empty where the tuner waits.
+std::vector<std::optional<TunerProposal>> first_random_proposals(const std::vector<int>& sizes,
+                                                                 std::uint64_t seeds) {
   const Example minimax = example("minimax-m2-b200x64");
   auto workload = sim::load_workload(minimax.spec.model, minimax.spec.hardware, 64, 4096, 1024,
                                      sim::Precision::kBf16);
@@ -63,15 +66,26 @@ int micro_batch_draws(const std::vector<int>& sizes) {
   opened.campaign_id = "c";
   opened.body = campaign_opened(minimax.spec);
   evolve(state, opened);
-  int draws = 0;
-  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+  std::vector<std::optional<TunerProposal>> out;
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
     RandomTuner tuner(workload.value(), seed, sizes);
-    const TunerAnswer answer = tuner.next(TunerView{state, minimax.spec.baseline, 0});
-    const auto* proposal = std::get_if<TunerProposal>(&answer);
-    if (proposal == nullptr) continue;
-    const std::vector<SettingChange> diff =
-        effective_changes(minimax.spec.baseline, proposal->recipe);
-    for (const SettingChange& change : diff) draws += change.name == "--micro-batch-size" ? 1 : 0;
+    EXPECT_TRUE(tuner.black_box());
+    TunerAnswer answer = tuner.next(TunerView{state, minimax.spec.baseline, 0});
+    auto* proposal = std::get_if<TunerProposal>(&answer);
+    out.push_back(proposal ? std::optional(std::move(*proposal)) : std::nullopt);
+  }
+  return out;
+}
+
+// Proposals, over 40 seeds, whose drawn configuration changes the microbatch size.
+int micro_batch_draws(const std::vector<int>& sizes) {
+  const Recipe baseline = example("minimax-m2-b200x64").spec.baseline;
+  int draws = 0;
+  for (const auto& proposal : first_random_proposals(sizes, 40)) {
+    if (!proposal) continue;
+    for (const SettingChange& change : effective_changes(baseline, proposal->recipe)) {
+      draws += change.name == "--micro-batch-size" ? 1 : 0;
+    }
   }
   return draws;
 }
@@ -80,32 +94,16 @@ int micro_batch_draws(const std::vector<int>& sizes) {
 // proposal is drawn against the baseline, most change several settings at once, and the tuner is
 // a black box, so the control plane does not hold it to one lever per candidate.
 TEST(MicroBatch, RandomSearchDrawsWholeConfigurationsAgainstTheBaseline) {
-  const Example minimax = example("minimax-m2-b200x64");
-  auto workload = sim::load_workload(minimax.spec.model, minimax.spec.hardware, 64, 4096, 1024,
-                                     sim::Precision::kBf16);
-  ASSERT_TRUE(workload.ok()) << workload.error();
-  ControlState state;
-  Envelope opened;
-  opened.sequence = 1;
-  opened.campaign_id = "c";
-  opened.body = campaign_opened(minimax.spec);
-  evolve(state, opened);
-  int proposals = 0;
+  const Recipe baseline = example("minimax-m2-b200x64").spec.baseline;
   int several = 0;
-  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    RandomTuner tuner(workload.value(), seed, {1, 2, 4});
-    EXPECT_TRUE(tuner.black_box());
-    const TunerAnswer answer = tuner.next(TunerView{state, minimax.spec.baseline, 0});
-    const auto* proposal = std::get_if<TunerProposal>(&answer);
-    ASSERT_NE(proposal, nullptr) << "seed " << seed;
-    ++proposals;
-    EXPECT_EQ(proposal->parent_run_id, 0u) << "seed " << seed;
-    const std::vector<std::string> levers = LeverGroups::builtin().levers_of(
-        effective_changes(minimax.spec.baseline, proposal->recipe));
+  for (const auto& proposal : first_random_proposals({1, 2, 4}, 20)) {
+    ASSERT_TRUE(proposal.has_value());
+    EXPECT_EQ(proposal->parent_run_id, 0u);
+    const std::vector<std::string> levers =
+        LeverGroups::builtin().levers_of(effective_changes(baseline, proposal->recipe));
     several += levers.size() > 1 ? 1 : 0;
   }
-  EXPECT_EQ(proposals, 20);
-  EXPECT_GT(several, proposals / 2);
+  EXPECT_GT(several, 10);
 }
 
 TEST(MicroBatch, RandomSearchDrawsItOnlyWhenFree) {

@@ -2,10 +2,8 @@
 // the paper ran it (its Appendix E: "Random search samples uniformly"; the baseline is the first
 // trial).
 //
-// Each answer is a whole configuration drawn uniformly from a frozen space of objective-preserving
-// settings, against the baseline: the parallel layout (degrees, virtual stages, pipeline split),
-// recomputation, the MoE dispatcher, the rows per microbatch where the policy lets them change
-// (adapters/tuner/micro_batch.h) and CPU optimizer offload where the baseline uses it. As a
+// Each answer is a whole configuration drawn uniformly from the black-box searches' frozen space
+// (adapters/tuner/black_box_space.h, the same space TPE searches), against the baseline. As a
 // black-box search it is not held to one lever per candidate. A draw the estimator finds invalid
 // (divisibility, layer counts, Megatron's start-up checks) is scored zero without launching, and
 // a recipe already run or proposed is drawn again. The draw is a function of the seed and the

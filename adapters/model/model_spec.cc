@@ -1,9 +1,10 @@
 #include "adapters/model/model_spec.h"
 
 #include <algorithm>
-#include <array>
 
 #include "adapters/model/toml_fields.h"
+#include "events/arg_catalog.h"
+#include "events/assert.h"
 
 namespace attune::sim {
 namespace {
@@ -15,6 +16,21 @@ double transformer_layer_params(const LayerParams& p, bool moe) {
 }
 
 // The [attention] table: grouped-query (the default) or multi-latent attention.
+// A key that holds the value of a Megatron flag with fixed choices: one of the choices the
+// argument catalog gives the flag (events/data/megatron_args.tsv), or a one-line error naming them.
+void check_megatron_choice(TomlFields& f, std::string_view key, std::string_view flag,
+                           const std::string& value) {
+  const ArgInfo* info = ArgCatalog::megatron().find(flag);
+  ATTUNE_ASSERT(info != nullptr && !info->choices.empty(), "the flag has choices in the table");
+  if (std::find(info->choices.begin(), info->choices.end(), value) != info->choices.end()) return;
+  std::string choices;
+  for (const std::string& choice : info->choices) {
+    choices += (choices.empty() ? "" : ", ") + choice;
+  }
+  f.fail_at(key, "expects one of Megatron's " + choices + " (" + std::string(flag) + "); found \"" +
+                     value + "\"");
+}
+
 void read_attention(TomlFields& f, ModelSpec& m) {
   std::string attention_type = "gqa";
   f.read("attention.type", attention_type, false);
@@ -23,14 +39,10 @@ void read_attention(TomlFields& f, ModelSpec& m) {
   f.read("attention.window_attn_skip_freq", m.window_attn_skip_freq, false, 0);
   std::string softmax = "vanilla";
   f.read("attention.softmax_type", softmax, false);
-  if (softmax == "off-by-one") {
-    m.softmax = SoftmaxType::kOffByOne;
-  } else if (softmax == "learnable") {
-    m.softmax = SoftmaxType::kLearnable;
-  } else if (softmax != "vanilla") {
-    f.fail_at("attention.softmax_type",
-              "expects \"vanilla\", \"off-by-one\" or \"learnable\", found \"" + softmax + "\"");
-  }
+  check_megatron_choice(f, "attention.softmax_type", "--softmax-type", softmax);
+  m.softmax = softmax == "off-by-one"  ? SoftmaxType::kOffByOne
+              : softmax == "learnable" ? SoftmaxType::kLearnable
+                                       : SoftmaxType::kVanilla;
   if (attention_type == "gqa") {
     m.attention = AttentionKind::kGroupedQuery;
     m.num_query_groups = m.num_attention_heads;
@@ -97,15 +109,8 @@ Result<ModelSpec> parse_model_toml(std::string_view text, std::string_view sourc
   read_moe(f, m);
   f.read("mtp.num_layers", m.mtp_num_layers, false, 0);
 
-  static constexpr std::array<std::string_view, 6> kPositionEmbeddings = {
-      "learned_absolute", "rope", "yarn", "mrope", "relative", "none"};
-  if (std::find(kPositionEmbeddings.begin(), kPositionEmbeddings.end(),
-                m.position_embedding_type) == kPositionEmbeddings.end()) {
-    f.fail_at("position_embedding_type",
-              "expects one of Megatron's learned_absolute, rope, yarn, mrope, relative, none; "
-              "found \"" +
-                  m.position_embedding_type + "\"");
-  }
+  check_megatron_choice(f, "position_embedding_type", "--position-embedding-type",
+                        m.position_embedding_type);
   if (m.activation_func_clamp_value > 0 && (m.num_experts == 0 || !m.gated_linear_unit)) {
     f.fail_at("activation_func_clamp_value", "applies to the gated experts of a MoE model only");
   }

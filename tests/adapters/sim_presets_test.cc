@@ -221,13 +221,13 @@ TEST_F(CustomModelFile, SoftmaxTypeAndActivationClampAreCheckedOnTheirLine) {
     EXPECT_EQ(model.error(), path + error);
   };
   refused("[moe]", "softmax_type = \"sink\"\n",  // inside [attention]: line 11
-          ":11: key 'attention.softmax_type' expects \"vanilla\", \"off-by-one\" or "
-          "\"learnable\", found \"sink\"");
+          ":11: key 'attention.softmax_type' expects one of Megatron's vanilla, off-by-one, "
+          "learnable (--softmax-type); found \"sink\"");
   refused("vocab_size", "activation_func_clamp_value = 7.0\n",  // the experts are not gated
           ":6: key 'activation_func_clamp_value' applies to the gated experts of a MoE model only");
   refused("vocab_size", "position_embedding_type = \"alibi\"\n",  // not one of Megatron's
           ":6: key 'position_embedding_type' expects one of Megatron's learned_absolute, rope, "
-          "yarn, mrope, relative, none; found \"alibi\"");
+          "yarn, mrope, relative, none (--position-embedding-type); found \"alibi\"");
 
   std::string text = kCustomModel;
   text.replace(text.find("gated_linear_unit = false"), 25, "gated_linear_unit = true");

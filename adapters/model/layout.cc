@@ -1081,6 +1081,15 @@ void check_against_workload(FlagReader& f, const Workload& workload, const Layou
 
 }  // namespace
 
+const std::string& position_embedding_type(const Layout& l, const ModelSpec& model) {
+  return l.position_embedding_type.empty() ? model.position_embedding_type
+                                           : l.position_embedding_type;
+}
+
+bool applies_rope_fusion(const Layout& l, std::string_view position_embedding_type) {
+  return l.rope_fusion && position_embedding_type == "rope";
+}
+
 Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   Layout l = default_layout();
   FlagReader f(recipe);

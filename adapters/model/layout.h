@@ -127,8 +127,8 @@ struct Layout {
   int cpu_offloading_num_layers = 0;  // activation offload
 
   bool cross_entropy_fusion = false;
-  // Megatron applies RoPE with Transformer Engine's fused kernel unless --no-rope-fusion; it also
-  // turns the fusion off for any position embedding but "rope" (performance_model.cc).
+  // --no-rope-fusion unset; Megatron also turns the fusion off for any position embedding but
+  // "rope" (applies_rope_fusion).
   bool rope_fusion = true;
   // --position-embedding-type as the recipe gives it (it overrides the model file's; the argument
   // catalog has already checked it against Megatron's choices); empty when the recipe leaves it to
@@ -149,6 +149,14 @@ struct Layout {
 
 // A Layout with Megatron's default for every setting, read from ArgCatalog::megatron().
 const Layout& default_layout();
+
+// The position embedding a run of `model` uses: the recipe's --position-embedding-type, which
+// overrides the model's, else the model's.
+const std::string& position_embedding_type(const Layout& l, const ModelSpec& model);
+
+// Megatron's apply_rope_fusion after validate_args: the recipe's switch (--no-rope-fusion turns it
+// off), and off for any position embedding but "rope".
+bool applies_rope_fusion(const Layout& l, std::string_view position_embedding_type);
 
 // Decodes the settings the model reads. Fails on values that do not parse and on flags that
 // contradict the workload (a --seq-length, --global-batch-size or architecture flag that differs

@@ -1092,12 +1092,10 @@ Context make_context(const Workload& w, const ResolvedLayout& r, const CostFacto
   c.tokens = static_cast<double>(w.seq_length) * l.micro_batch_size / l.cp;
   c.sp_tokens = c.tokens / (l.sequence_parallel ? l.tp : 1);
   c.fp8 = w.precision == Precision::kFp8;
-  // The recipe's --position-embedding-type overrides the model file's.
-  const std::string& position = l.position_embedding_type.empty() ? w.model.position_embedding_type
-                                                                  : l.position_embedding_type;
+  const std::string& position = position_embedding_type(l, w.model);
   const bool rotary = position == "rope" || position == "yarn" || position == "mrope";
   c.rope_unfused = rotary && w.model.attention == AttentionKind::kGroupedQuery &&
-                   (!l.rope_fusion || position != "rope");
+                   !applies_rope_fusion(l, position);
   c.host_op_s = w.hardware.host_op_us * 1e-6;
   // Per-layer lists are read by their first entry.
   const std::string_view cp_type =

@@ -375,7 +375,7 @@ void set_layout_arguments(std::map<std::string, std::string>& args, const Worklo
   if (fp32_accumulation) set("ddp_reduce_scatter_with_fp32_accumulation", "False");
   set("recompute_granularity", recompute_granularity(l.recompute));
   if (l.moe_enable_deepep) set("moe_flex_dispatcher_backend", "deepep");
-  if (args["position_embedding_type"] != "rope") set("apply_rope_fusion", "False");
+  set("apply_rope_fusion", python_bool(applies_rope_fusion(l, args["position_embedding_type"])));
   if (l.cuda_graph != CudaGraphImpl::kNone) set("te_rng_tracker", "True");
   if (const std::optional<std::string> modules = recipe_flag(recipe, "--cuda-graph-modules")) {
     set("cuda_graph_modules", graph_module_enums(*modules));

@@ -682,11 +682,11 @@ void print_summaries(const std::vector<WorkloadSummary>& summaries) {
               << (s.expert_search_gpu_hours_ratio
                       ? format_fixed(*s.expert_search_gpu_hours_ratio, 2) + "x"
                       : std::string("-"))
-              << " without calibration); gain "
+              << " without calibration); "
               << (s.expert_gain_over_best_black_box
-                      ? format_fixed(*s.expert_gain_over_best_black_box, 2) + "x"
-                      : std::string("- (no black-box arm gained)"))
-              << " the best black-box arm's\n";
+                      ? "gain " + format_fixed(*s.expert_gain_over_best_black_box, 2) +
+                            "x the best black-box arm's\n"
+                      : std::string("no black-box arm gained\n"));
   }
 }
 

@@ -27,6 +27,8 @@ constexpr double kSandboxProbeSeconds = 10;
 // A warning quoting a command line cuts it here.
 constexpr std::size_t kWarningCommandLengthMax = 240;
 constexpr std::size_t kHostnameLengthMax = 64;
+// The most entries of a named working folder shown to a script (a Megatron-LM checkout has ~40).
+constexpr std::size_t kWorkingFolderEntriesMax = 1000;
 
 // A fresh temporary folder, removed with everything in it when this goes.
 class TempFolder {
@@ -61,10 +63,12 @@ class TempFolder {
   fs::path path_;
 };
 
-// Where the script and its working folder are, as the script sees them.
+// Where the script and its working folder are, as the script sees them, and the entries of a
+// working folder named on this machine, shown to the script read-only: (this machine, inside).
 struct Invocation {
   std::string script_inside;
   std::string cwd_inside;
+  std::vector<std::pair<std::string, std::string>> cwd_entries;
 };
 
 // One run's folders on this machine.
@@ -137,6 +141,42 @@ std::vector<std::pair<std::string, std::string>> companions_at_their_paths(
 
 namespace {
 
+bool is_same_or_under(const std::string& path, const std::string& folder) {
+  return path == folder || path.rfind(folder + "/", 0) == 0;
+}
+
+// A working folder named on this machine (--cwd, script_cwd) is shown to the script as it would
+// see it there: each entry read-only at its path inside, beside what the script writes, which
+// stays in the sandbox. An entry that holds a path placed otherwise (the script, a named file)
+// is left out, so the placed one is what the script sees; so is one that cannot be read.
+Result<std::vector<std::pair<std::string, std::string>>> working_folder_entries(
+    const ScriptInput& input, const std::string& cwd_inside,
+    const std::vector<std::string>& placed) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::error_code ec;
+  if (input.invocation_cwd.empty() || cwd_inside == "/" ||
+      !fs::is_directory(input.invocation_cwd, ec)) {
+    return entries;
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(input.invocation_cwd, ec)) {
+    const std::string inside = cwd_inside + "/" + entry.path().filename().string();
+    const bool holds_placed = std::any_of(placed.begin(), placed.end(), [&](const auto& path) {
+      return is_same_or_under(path, inside);
+    });
+    std::error_code status;
+    if (holds_placed || !fs::exists(entry.path(), status)) continue;  // a dangling link too
+    entries.emplace_back(fs::absolute(entry.path(), status).string(), inside);
+  }
+  if (ec) return make_error(input.path + ": " + input.invocation_cwd + ": " + ec.message());
+  if (entries.size() > kWorkingFolderEntriesMax) {
+    return make_error(input.path + ": " + input.invocation_cwd + ": over " +
+                      std::to_string(kWorkingFolderEntriesMax) +
+                      " entries to show the script; name a smaller working folder");
+  }
+  std::sort(entries.begin(), entries.end());
+  return entries;
+}
+
 // Everything wrong with `input` that shows before the script runs.
 Result<Invocation> check_input(const ScriptInput& input) {
   std::error_code ec;
@@ -165,6 +205,9 @@ Result<Invocation> check_input(const ScriptInput& input) {
       return make_error(input.path + ": cannot place " + placed.error());
     }
   }
+  auto entries = working_folder_entries(input, invocation.cwd_inside, inside_paths);
+  if (!entries.ok()) return make_error(entries.error());
+  invocation.cwd_entries = std::move(entries.value());
   return invocation;
 }
 
@@ -231,6 +274,9 @@ Result<TimedCommand> sandboxed_command(const ScriptInput& input, const Invocatio
     return make_error(written.error());
   }
   plan.mounts.push_back({hostname_file.string(), "/etc/hostname", false});
+  for (const auto& [host, inside] : invocation.cwd_entries) {
+    plan.mounts.push_back({host, inside, false});
+  }
   plan.mounts.push_back({fs::absolute(input.path).string(), invocation.script_inside, false});
   for (const auto& [host, inside] : input.files) {
     plan.mounts.push_back({fs::absolute(host).string(), inside, false});
@@ -286,6 +332,10 @@ Result<TimedCommand> unsandboxed_command(const ScriptInput& input, const Invocat
   const fs::path home = under_root(std::string(kSandboxHome));
   fs::create_directories(home, ec);
   fs::create_directories(under_root(invocation.cwd_inside), ec);
+  for (const auto& [host, inside] : invocation.cwd_entries) {
+    fs::create_symlink(host, under_root(inside), ec);
+    if (ec) return make_error(input.path + ": cannot show " + host + ": " + ec.message());
+  }
   TimedCommand command;
   command.program = "/bin/bash";
   command.argv = {"bash", under_root(invocation.script_inside).string()};
@@ -331,6 +381,20 @@ std::vector<std::string> run_warnings(const std::vector<CallRecord>& calls, std:
   return warnings;
 }
 
+// The sandbox shows the script alone: when its last words say a file is missing, how to show it
+// one.
+std::string missing_file_hint(const std::string& last) {
+  constexpr std::string_view kMissing[] = {"No such file or directory", "not found", "not present",
+                                           "is present", "does not exist"};
+  const bool missing =
+      std::any_of(std::begin(kMissing), std::end(kMissing),
+                  [&](std::string_view words) { return last.find(words) != std::string::npos; });
+  return missing ? " (the script sees only its own file and those named: --file FILE, or --cwd "
+                   "FOLDER to show it a folder of this machine; in a campaign file, [baseline] "
+                   "script_files and script_cwd)"
+                 : "";
+}
+
 // What the run left: the training program, or why there is none.
 Result<ResolvedScript> read_outcome(const ScriptInput& input, const TimedOutcome& outcome,
                                     const RunFolders& folders) {
@@ -348,14 +412,9 @@ Result<ResolvedScript> read_outcome(const ScriptInput& input, const TimedOutcome
     if (last.rfind("bwrap:", 0) == 0) {
       return make_error(input.path + ": the sandbox could not be set up: " + last);
     }
-    // The sandbox shows the script alone: a file it sources must be named.
-    const bool missing_file = last.find("No such file or directory") != std::string::npos;
-    return make_error(
-        input.path + ": bash exited " + std::to_string(outcome.exit_status) +
-        " before reaching a training program: " + (last.empty() ? "(no message)" : last) +
-        (missing_file ? " (a file the script sources or runs is shown to it only when named: "
-                        "--file, or [baseline] script_files)"
-                      : ""));
+    return make_error(input.path + ": bash exited " + std::to_string(outcome.exit_status) +
+                      " before reaching a training program: " +
+                      (last.empty() ? "(no message)" : last) + missing_file_hint(last));
   }
   const CallRecord& call = (*calls)[*training];
   ResolvedScript resolved;

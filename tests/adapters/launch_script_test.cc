@@ -256,6 +256,71 @@ TEST_F(LaunchScriptTest, AMissingSourcedFileIsNamed) {
       << resolved.error();
 }
 
+TEST_F(LaunchScriptTest, ANamedWorkingFolderIsShownReadOnlyAndWhatTheScriptWritesStaysInside) {
+  require_sandbox();
+  const fs::path checkout = folder_ / "Megatron-LM";
+  fs::create_directories(checkout / "megatron");
+  std::ofstream(checkout / "pretrain_gpt.py") << "# the training program\n";
+  std::ofstream(checkout / "megatron" / "version.txt") << "0.14\n";
+  std::ofstream(checkout / "launch.sh") << "the checkout's own launch.sh, hidden by the script\n";
+  ScriptInput input = script(
+      "[ -f pretrain_gpt.py ] || { echo 'pretrain_gpt.py is not present'; exit 1; }\n"
+      "mkdir -p logs && echo hi > logs/out\n"
+      "echo changed > pretrain_gpt.py 2>/dev/null && exit 3\n"
+      "python3 pretrain_gpt.py --version \"$(cat megatron/version.txt)\" --pwd \"$PWD\" "
+      "--self \"$(head -c 9 launch.sh)\"\n");
+  input.invocation_cwd = checkout.string();
+  input.invocation_script_path = (checkout / "launch.sh").string();
+  const auto resolved = resolve_launch_script(input);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->args, (std::vector<std::string>{"--version", "0.14", "--pwd",
+                                                      checkout.string(), "--self", "[ -f pret"}));
+  EXPECT_FALSE(fs::exists(checkout / "logs"));
+  std::ifstream program(checkout / "pretrain_gpt.py");
+  std::string first;
+  std::getline(program, first);
+  EXPECT_EQ(first, "# the training program");
+}
+
+TEST_F(LaunchScriptTest, AFileTheScriptChecksForIsNamedWithTheWayToShowIt) {
+  require_sandbox();
+  ScriptInput input = script(
+      "[ -f pretrain_gpt.py ] || { echo 'Please run from the root, where pretrain_gpt.py is "
+      "present.'; exit 1; }\npython3 pretrain_gpt.py\n");
+  input.invocation_cwd = (folder_ / "no-such-checkout").string();
+  const auto resolved = resolve_launch_script(input);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.error().find("where pretrain_gpt.py is present. (the script sees only its "
+                                  "own file and those named: --file FILE, or --cwd FOLDER"),
+            std::string::npos)
+      << resolved.error();
+}
+
+TEST_F(LaunchScriptTest, MegatronLmsOwnLlamaScriptReadsFromANamedCheckout) {
+  require_sandbox();
+  const fs::path checkout = folder_ / "Megatron-LM";
+  fs::create_directories(checkout);
+  std::ofstream(checkout / "pretrain_gpt.py") << "# stands for Megatron-LM's\n";
+  ScriptInput input;
+  input.path = script_of("megatron-lm__llama__train_llama3_8b_h100_fp8.sh").string();
+  if (!fs::exists(input.path)) GTEST_SKIP() << input.path << " is not on this machine";
+  input.invocation_cwd = checkout.string();
+  const auto resolved = resolve_launch_script(input);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->program, "pretrain_gpt.py");
+  const auto& args = resolved->args;
+  const auto value_of = [&](const std::string& flag) {
+    const auto at = std::find(args.begin(), args.end(), flag);
+    return at == args.end() || at + 1 == args.end() ? std::string("(absent)") : *(at + 1);
+  };
+  // Hand-read from the script: Llama-3-8B, 32 layers of 4096, TP1 PP1, seq 8192, FP8 hybrid.
+  EXPECT_EQ(value_of("--num-layers"), "32");
+  EXPECT_EQ(value_of("--hidden-size"), "4096");
+  EXPECT_EQ(value_of("--seq-length"), "8192");
+  EXPECT_EQ(value_of("--fp8-format"), "hybrid");
+  EXPECT_NE(std::find(args.begin(), args.end(), "--grad-reduce-in-bf16"), args.end());
+}
+
 TEST_F(LaunchScriptTest, AScriptThatReadsStdinSeesItsEnd) {
   require_sandbox();
   ScriptInput input = script("read -r answer\npython3 train.py --answer \"$answer\"\n");

@@ -125,7 +125,10 @@ void add_recipe_commands(CLI::App& app, int& exit_code) {
   show->add_option("--file", options->files,
                    "A file the script sources or runs (e.g. a model script beside it), shown to it "
                    "read-only at its own path; repeat");
-  show->add_option("--cwd", options->cwd, "The folder the script runs in (default: its own)");
+  show->add_option("--cwd", options->cwd,
+                   "The folder the script runs in (default: its own). A folder of this machine "
+                   "is shown to it read-only, as a Megatron-LM checkout for a script that checks "
+                   "for pretrain_gpt.py; what the script writes there stays in the sandbox");
   show->add_option("--timeout", options->timeout_seconds, "Seconds the script may run")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 600.0));

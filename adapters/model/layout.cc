@@ -1090,6 +1090,14 @@ bool applies_rope_fusion(const Layout& l, std::string_view position_embedding_ty
   return l.rope_fusion && position_embedding_type == "rope";
 }
 
+std::string_view recompute_granularity_name(RecomputeGranularity granularity) {
+  return kGranularityNames[static_cast<int>(granularity)];
+}
+
+std::string_view dispatcher_name(Dispatcher dispatcher) {
+  return kDispatcherNames[static_cast<int>(dispatcher)];
+}
+
 Result<Layout> decode_layout(const Workload& workload, const Recipe& recipe) {
   Layout l = default_layout();
   FlagReader f(recipe);

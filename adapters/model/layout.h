@@ -158,6 +158,11 @@ const std::string& position_embedding_type(const Layout& l, const ModelSpec& mod
 // off), and off for any position embedding but "rope".
 bool applies_rope_fusion(const Layout& l, std::string_view position_embedding_type);
 
+// Megatron's text for a value: --recompute-granularity's ("" for none, which Megatron prints as
+// None) and --moe-token-dispatcher-type's.
+std::string_view recompute_granularity_name(RecomputeGranularity granularity);
+std::string_view dispatcher_name(Dispatcher dispatcher);
+
 // Decodes the settings the model reads. Fails on values that do not parse and on flags that
 // contradict the workload (a --seq-length, --global-batch-size or architecture flag that differs
 // from it, --fp8-format under a bf16 workload); Megatron's own checks are resolve_layout's.

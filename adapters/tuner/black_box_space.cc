@@ -12,28 +12,10 @@ using nlohmann::json;
 
 namespace {
 
-const char* recompute_name(sim::RecomputeGranularity g) {
-  switch (g) {
-    case sim::RecomputeGranularity::kNone:
-      return "none";
-    case sim::RecomputeGranularity::kSelective:
-      return "selective";
-    case sim::RecomputeGranularity::kFull:
-      return "full";
-  }
-  return "none";
-}
-
-const char* dispatcher_name(sim::Dispatcher d) {
-  switch (d) {
-    case sim::Dispatcher::kAllgather:
-      return "allgather";
-    case sim::Dispatcher::kAlltoall:
-      return "alltoall";
-    case sim::Dispatcher::kFlex:
-      return "flex";
-  }
-  return "alltoall";
+// TPE's value for a recomputation setting: Megatron's text, "none" for none.
+std::string recompute_name(sim::RecomputeGranularity g) {
+  const std::string_view name = sim::recompute_granularity_name(g);
+  return name.empty() ? "none" : std::string(name);
 }
 
 std::vector<int> powers_of_two(int limit) {
@@ -78,7 +60,7 @@ json params_of(const sim::Workload& w, const sim::Layout& l, const json& space) 
   p["split"] = split ? std::string(sim::split_name(*split)) : "other";  // "other": not in space
   if (w.model.num_experts > 0) {
     p["ep"] = l.ep;
-    p["dispatcher"] = dispatcher_name(l.dispatcher);
+    p["dispatcher"] = std::string(sim::dispatcher_name(l.dispatcher));
   }
   if (space.contains("offload")) p["offload"] = l.optimizer_cpu_offload ? 1 : 0;
   if (space.contains("mbs")) p["mbs"] = l.micro_batch_size;

@@ -95,18 +95,6 @@ std::string moe_layer_freq(const ModelSpec& model) {
   return out + "]";
 }
 
-std::string recompute_granularity(RecomputeGranularity granularity) {
-  switch (granularity) {
-    case RecomputeGranularity::kFull:
-      return "full";
-    case RecomputeGranularity::kSelective:
-      return "selective";
-    case RecomputeGranularity::kNone:
-      return "None";
-  }
-  return "None";
-}
-
 // Which Python exception carries a start-up refusal, and where it is raised.
 struct Refusal {
   std::string exception;
@@ -373,7 +361,8 @@ void set_layout_arguments(std::map<std::string, std::string>& args, const Worklo
   const bool fp32_accumulation = !l.fp16 && !l.grad_reduce_in_bf16;
   set("accumulate_allreduce_grads_in_fp32", python_bool(fp32_accumulation));
   if (fp32_accumulation) set("ddp_reduce_scatter_with_fp32_accumulation", "False");
-  set("recompute_granularity", recompute_granularity(l.recompute));
+  const std::string_view granularity = recompute_granularity_name(l.recompute);
+  set("recompute_granularity", granularity.empty() ? "None" : std::string(granularity));
   if (l.moe_enable_deepep) set("moe_flex_dispatcher_backend", "deepep");
   set("apply_rope_fusion", python_bool(applies_rope_fusion(l, args["position_embedding_type"])));
   if (l.cuda_graph != CudaGraphImpl::kNone) set("te_rng_tracker", "True");

@@ -1,5 +1,6 @@
 #include "core/control_state.h"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace attune {
@@ -148,6 +149,63 @@ std::uint32_t calibration_runs_in_flight(const ControlState& state) {
     count += run.purpose == RunPurpose::kCalibration && run.in_flight() ? 1 : 0;
   }
   return count;
+}
+
+CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uint32_t runs,
+                                 double floor_fraction, double k) {
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.run_id < b.run_id; });
+  std::vector<CalibrationSample> first;  // the first `runs` measured
+  for (const CalibrationEntry& entry : entries) {
+    if (entry.tokens_per_s_per_gpu && first.size() < runs) {
+      first.push_back({entry.run_id, *entry.tokens_per_s_per_gpu});
+    }
+  }
+  CalibrationPlan plan;
+  if (first.size() < runs || first.empty()) return plan;
+  const auto named = [&first](std::optional<RunId> instead_of, std::optional<RunId> in_place) {
+    std::vector<RunId> ids;
+    for (const CalibrationSample& sample : first) {
+      if (sample.run_id != instead_of) ids.push_back(sample.run_id);
+    }
+    if (in_place) ids.push_back(*in_place);
+    return ids;
+  };
+  const std::optional<CalibrationOutlier> outlier =
+      flagged_calibration_run(first, floor_fraction, k);
+  if (!outlier) {
+    plan.band_run_ids = named(std::nullopt, std::nullopt);
+    return plan;
+  }
+  const RunId last = first.back().run_id;
+  bool launched = false;
+  bool waiting = false;
+  for (const CalibrationEntry& entry : entries) {
+    if (entry.run_id <= last) continue;
+    launched = true;
+    if (entry.tokens_per_s_per_gpu) {
+      plan.band_run_ids = named(outlier->run_id, entry.run_id);
+      return plan;
+    }
+    waiting = waiting || !entry.finished;
+  }
+  if (!launched) {
+    plan.rerun_wanted = true;
+  } else if (!waiting) {
+    plan.band_run_ids = named(std::nullopt, std::nullopt);
+  }
+  return plan;
+}
+
+std::vector<CalibrationEntry> calibration_entries(const ControlState& state) {
+  std::vector<CalibrationEntry> entries;
+  for (const auto& [id, run] : state.runs) {
+    if (run.purpose != RunPurpose::kCalibration) continue;
+    CalibrationEntry entry{id, std::nullopt, run.finished};
+    if (run.measured) entry.tokens_per_s_per_gpu = run.measured->tokens_per_sec_per_gpu;
+    entries.push_back(entry);
+  }
+  return entries;
 }
 
 }  // namespace attune

@@ -103,4 +103,25 @@ Phase phase_of(const ControlState& state);
 std::uint32_t calibration_runs_measured(const ControlState& state);
 std::uint32_t calibration_runs_in_flight(const ControlState& state);
 
+// One calibration run as the band sees it.
+struct CalibrationEntry {
+  RunId run_id = 0;
+  std::optional<double> tokens_per_s_per_gpu;  // set once measured
+  bool finished = false;                       // measured or failed
+};
+
+// What the band waits for. It is set from the first `runs` calibration runs measured (by run id).
+// Where one of them alone more than halves their band (a run on a slow node: leaving it out gives
+// less than half the band), the baseline runs once more on other nodes, and the band is set from
+// the others and that run; if that run fails, from all of them, as before.
+struct CalibrationPlan {
+  std::vector<RunId> band_run_ids;  // empty until the band can be set
+  bool rerun_wanted = false;        // launch the one run in the outlier's place
+};
+CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uint32_t runs,
+                                 double floor_fraction, double k);
+
+// The campaign's calibration runs, each as the band sees it.
+std::vector<CalibrationEntry> calibration_entries(const ControlState& state);
+
 }  // namespace attune

@@ -335,29 +335,41 @@ VerdictRecorded search_verdict(const ControlState& state, const ReportFinished& 
   return verdict;
 }
 
-// A measured calibration run's verdict, and the band once the campaign's calibration runs have
-// all been measured (this one included, charged `gpu_hours`).
+// A finished calibration run: a measured one's verdict, and the band once plan_calibration can set
+// it (this run's outcome included, charged `gpu_hours`).
 void add_calibration_events(const ControlState& state, const ReportFinished& command,
                             double gpu_hours, std::vector<Body>& events) {
   const CampaignOpened& settings = state.view.settings;
+  const RunMeasured* measured = std::get_if<RunMeasured>(&command.outcome);
+  if (measured) {
+    events.push_back(VerdictRecorded{command.run_id, Verdict::kCalibration, 0.0, 0, 0,
+                                     state.view.baseline_band.band_fraction});
+  }
+  std::vector<CalibrationEntry> entries = calibration_entries(state);
+  for (CalibrationEntry& entry : entries) {
+    if (entry.run_id != command.run_id) continue;
+    entry.finished = true;
+    if (measured) entry.tokens_per_s_per_gpu = measured->tokens_per_sec_per_gpu;
+  }
+  const CalibrationPlan plan = plan_calibration(entries, settings.calibration_runs,
+                                                settings.band_floor_fraction, settings.band_k);
+  if (plan.band_run_ids.empty()) return;
   std::vector<double> throughputs;
   std::vector<double> launch_gpu_hours;
-  std::vector<RunId> ids;
-  for (const auto& [id, other] : state.runs) {
-    if (other.purpose != RunPurpose::kCalibration || !other.measured) continue;
-    ids.push_back(id);
-    throughputs.push_back(other.measured->tokens_per_sec_per_gpu);
+  for (const RunId id : plan.band_run_ids) {
+    if (id == command.run_id) {
+      throughputs.push_back(measured->tokens_per_sec_per_gpu);
+      launch_gpu_hours.push_back(gpu_hours);
+      continue;
+    }
+    const RunState* run = state.run(id);
+    ATTUNE_ASSERT(run != nullptr && run->measured, "the band is set from measured runs");
+    throughputs.push_back(run->measured->tokens_per_sec_per_gpu);
     launch_gpu_hours.push_back(
-        gpu_hours_of(other.gpus, other.admitted_at_unix_ns, other.released_at_unix_ns));
+        gpu_hours_of(run->gpus, run->admitted_at_unix_ns, run->released_at_unix_ns));
   }
-  ids.push_back(command.run_id);
-  throughputs.push_back(std::get<RunMeasured>(command.outcome).tokens_per_sec_per_gpu);
-  launch_gpu_hours.push_back(gpu_hours);
-  events.push_back(VerdictRecorded{command.run_id, Verdict::kCalibration, 0.0, 0, 0,
-                                   state.view.baseline_band.band_fraction});
-  if (ids.size() < settings.calibration_runs) return;
   BandSet set;
-  set.calibration_run_ids = ids;
+  set.calibration_run_ids = plan.band_run_ids;
   set.mean_tokens_per_sec_per_gpu = mean_of(throughputs);
   set.rsd = relative_std_dev(throughputs);
   set.band_fraction = band_fraction_of(settings.band_floor_fraction, settings.band_k, set.rsd);
@@ -407,8 +419,7 @@ Result<std::vector<Body>> decide_finished(const ControlState& state,
 
   if (run->purpose == RunPurpose::kSearch || run->purpose == RunPurpose::kRetry) {
     if (state.view.baseline_band.band_set) events.push_back(search_verdict(state, command));
-  } else if (run->purpose == RunPurpose::kCalibration && measured &&
-             !state.view.baseline_band.band_set) {
+  } else if (run->purpose == RunPurpose::kCalibration && !state.view.baseline_band.band_set) {
     add_calibration_events(state, command, gpu_hours, events);
   }
   return events;

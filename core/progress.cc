@@ -117,9 +117,9 @@ std::string gate_line(const ConvergenceChecked& checked) {
          (checked.reason.empty() ? "" : " (" + checked.reason + ")");
 }
 
-// A calibration run so far from the others that it alone sets most of the band: a run on a slow
-// node widens the band, and then no candidate can clear it by less than that. Said, not acted on:
-// the band stays the paper's rule. Empty when no single run more than halves the band.
+// A calibration run so far from the others that it alone sets most of the band (a run on a slow
+// node): the band was set without it, from a run on other nodes in its place, or with it, where
+// that run failed. Empty when no single run more than halves the band.
 std::string calibration_outlier_line(const ControlState& state) {
   const std::optional<CalibrationOutlier> outlier = calibration_outlier(state.view.baseline_band);
   if (!outlier) return "";
@@ -133,11 +133,17 @@ std::string calibration_outlier_line(const ControlState& state) {
     nodes += " and " + std::to_string(count - kOutlierNodesShown) + " more";
   }
   const double value = outlier->tokens_per_s_per_gpu;
-  return "calibration run " + std::to_string(outlier->run_id) + " measured " +
-         format_fixed(value, 1) + " tokens/s/GPU, " +
-         format_percent(std::abs(value / outlier->others_mean - 1.0), 1) +
-         (value < outlier->others_mean ? " below" : " above") + " the others' mean" +
-         (nodes.empty() ? "" : " (nodes " + nodes + ")") + ": without it the band would be " +
+  const std::string said = "calibration run " + std::to_string(outlier->run_id) + " measured " +
+                           format_fixed(value, 1) + " tokens/s/GPU, " +
+                           format_percent(std::abs(value / outlier->others_mean - 1.0), 1) +
+                           (value < outlier->others_mean ? " below" : " above") +
+                           " the others' mean" + (nodes.empty() ? "" : " (nodes " + nodes + ")");
+  if (outlier->left_out) {
+    return said + ": a slow node? The baseline ran once more on other nodes, and the band, " +
+           format_percent(outlier->band_without_fraction, 2) +
+           ", and the baseline's mean leave that run out";
+  }
+  return said + ": without it the band would be " +
          format_percent(outlier->band_without_fraction, 2) + ", not " +
          format_percent(state.view.baseline_band.band_fraction, 2) +
          ". One run this far from the others (a slow node?) widens the band for every "

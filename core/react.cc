@@ -81,9 +81,13 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   }
   const std::uint32_t measured = calibration_runs_measured(state);
   const std::uint32_t in_flight = calibration_runs_in_flight(state);
-  if (measured + in_flight >= settings.calibration_runs) return std::nullopt;
+  const bool rerun = in_flight == 0 && measured >= settings.calibration_runs &&
+                     plan_calibration(calibration_entries(state), settings.calibration_runs,
+                                      settings.band_floor_fraction, settings.band_k)
+                         .rerun_wanted;
+  if (measured + in_flight >= settings.calibration_runs && !rerun) return std::nullopt;
   if (std::optional<Reaction> stop = stop_on_repeated_failure(state, measured)) return stop;
-  if (launched >= settings.calibration_runs * kCalibrationLaunchesPerRunMax) {
+  if (!rerun && launched >= settings.calibration_runs * kCalibrationLaunchesPerRunMax) {
     if (in_flight != 0) return std::nullopt;
     StopRecorded stop;
     stop.reason = StopReason::kOperator;

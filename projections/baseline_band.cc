@@ -54,6 +54,14 @@ void evolve(BaselineBand& state, const Envelope& event) {
         } else if constexpr (std::is_same_v<T, BandSet>) {
           state.band_set = true;
           state.band_run_ids = body.calibration_run_ids;
+          state.left_out_run_ids.clear();
+          const auto& named = body.calibration_run_ids;
+          for (const CalibrationSample& sample : state.samples) {
+            if (named.empty()) break;  // a band that names no runs leaves none out
+            if (std::find(named.begin(), named.end(), sample.run_id) == named.end()) {
+              state.left_out_run_ids.push_back(sample.run_id);
+            }
+          }
           state.mean_tokens_per_s_per_gpu = body.mean_tokens_per_sec_per_gpu;
           state.rsd_fraction = body.rsd;
           state.band_fraction = body.band_fraction;
@@ -83,33 +91,48 @@ double band_fraction_of(double floor_fraction, double k, double rsd_fraction) {
   return std::max(floor_fraction, k * rsd_fraction);
 }
 
-std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band) {
-  if (!band.band_set) return std::nullopt;
-  std::vector<CalibrationSample> samples;  // the runs the band was set from
-  for (const CalibrationSample& sample : band.samples) {
-    if (std::find(band.band_run_ids.begin(), band.band_run_ids.end(), sample.run_id) !=
-        band.band_run_ids.end()) {
-      samples.push_back(sample);
-    }
-  }
+std::optional<CalibrationOutlier> flagged_calibration_run(
+    std::span<const CalibrationSample> samples, double floor_fraction, double k) {
   if (samples.size() < kOutlierCalibrationRunsMin) return std::nullopt;
+  std::vector<double> all;
+  for (const CalibrationSample& sample : samples) all.push_back(sample.tokens_per_s_per_gpu);
+  const double band = band_fraction_of(floor_fraction, k, relative_std_dev(all));
   std::optional<CalibrationOutlier> outlier;
-  double narrowest = band.band_fraction;
+  double narrowest = band;
   for (std::size_t left_out = 0; left_out < samples.size(); ++left_out) {
     std::vector<double> others;
     for (std::size_t i = 0; i < samples.size(); ++i) {
       if (i != left_out) others.push_back(samples[i].tokens_per_s_per_gpu);
     }
-    const double without =
-        band_fraction_of(band.band_floor_fraction, band.band_k, relative_std_dev(others));
+    const double without = band_fraction_of(floor_fraction, k, relative_std_dev(others));
     if (without < narrowest) {
       narrowest = without;
       outlier = CalibrationOutlier{samples[left_out].run_id, samples[left_out].tokens_per_s_per_gpu,
                                    mean_of(others), without};
     }
   }
-  if (!outlier || narrowest * 2 > band.band_fraction) return std::nullopt;
+  if (!outlier || narrowest * 2 > band) return std::nullopt;
   return outlier;
+}
+
+std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band) {
+  if (!band.band_set) return std::nullopt;
+  std::vector<CalibrationSample> named;  // the runs the band was set from
+  for (const CalibrationSample& sample : band.samples) {
+    if (std::find(band.band_run_ids.begin(), band.band_run_ids.end(), sample.run_id) !=
+        band.band_run_ids.end()) {
+      named.push_back(sample);
+    }
+  }
+  for (const CalibrationSample& sample : band.samples) {
+    if (std::find(band.left_out_run_ids.begin(), band.left_out_run_ids.end(), sample.run_id) ==
+        band.left_out_run_ids.end()) {
+      continue;
+    }
+    return CalibrationOutlier{sample.run_id, sample.tokens_per_s_per_gpu,
+                              band.mean_tokens_per_s_per_gpu, band.band_fraction, true};
+  }
+  return flagged_calibration_run(named, band.band_floor_fraction, band.band_k);
 }
 
 }  // namespace attune

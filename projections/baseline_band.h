@@ -39,8 +39,9 @@ struct BaselineBand {
   double band_fraction = CampaignOpened{}.band_floor_fraction;
 
   bool band_set = false;
-  std::vector<RunId> band_run_ids;     // the calibration runs the last BandSet names
-  double mean_launch_gpu_hours = 0.0;  // from the last BandSet; 0 before it
+  std::vector<RunId> band_run_ids;      // the calibration runs the last BandSet names
+  std::vector<RunId> left_out_run_ids;  // measured before it, and not named: a run on a slow node
+  double mean_launch_gpu_hours = 0.0;   // from the last BandSet; 0 before it
 
   friend bool operator==(const BaselineBand&, const BaselineBand&) = default;
 };
@@ -66,10 +67,16 @@ struct CalibrationOutlier {
   double tokens_per_s_per_gpu = 0.0;
   double others_mean = 0.0;            // the other calibration runs' mean
   double band_without_fraction = 0.0;  // the band the other runs give
+  bool left_out = false;               // the band was set without it (from a run in its place)
 };
 
-// The run whose absence narrows the band most, where that more than halves the band of a set band
-// with at least four measured calibration runs; none otherwise.
+// Among `samples`, the run whose absence narrows the band max(floor, k * rsd) most, where that
+// more than halves it and at least four runs were measured; none otherwise.
+std::optional<CalibrationOutlier> flagged_calibration_run(
+    std::span<const CalibrationSample> samples, double floor_fraction, double k);
+
+// For a set band: the calibration run it left out, or else the run among those it names that
+// alone sets most of it (flagged_calibration_run); none before the band is set.
 std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band);
 
 }  // namespace attune

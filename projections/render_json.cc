@@ -188,7 +188,8 @@ json outlier_json(const BaselineBand& band) {
   return {{"run_id", outlier->run_id},
           {"tokens_per_s_per_gpu", outlier->tokens_per_s_per_gpu},
           {"others_mean_tokens_per_s_per_gpu", outlier->others_mean},
-          {"band_without_fraction", outlier->band_without_fraction}};
+          {"band_without_fraction", outlier->band_without_fraction},
+          {"left_out", outlier->left_out}};
 }
 
 json to_json(const BaselineBand& band) {

@@ -164,11 +164,14 @@ std::string render_status_text(const CampaignView& view) {
   if (view.opened) out += line("workload", workload_line(view.settings));
   out += line("baseline", baseline_line(view.baseline_band));
   if (const auto outlier = calibration_outlier(view.baseline_band)) {
-    out += line("outlier", "calibration run " + std::to_string(outlier->run_id) + " (" +
-                               throughput_text(outlier->tokens_per_s_per_gpu) +
-                               " tokens/s/GPU) alone widens the band: " +
-                               format_percent(outlier->band_without_fraction, kPercentDecimals) +
-                               " without it");
+    const std::string run = "calibration run " + std::to_string(outlier->run_id) + " (" +
+                            throughput_text(outlier->tokens_per_s_per_gpu) + " tokens/s/GPU)";
+    out +=
+        line("outlier", outlier->left_out
+                            ? run + " left out of the band: a run on other nodes replaced it"
+                            : run + " alone widens the band: " +
+                                  format_percent(outlier->band_without_fraction, kPercentDecimals) +
+                                  " without it");
   }
   out += line("leader", leader_line(view.leader));
   out += line("budget", budget_line(view.budget));

@@ -124,6 +124,68 @@ TEST(React, CalibrationRunsTheBaselineOnNodesNoEarlierCalibrationRunUsed) {
   EXPECT_EQ(second->exclude_nodes, (std::vector<std::string>{"n1", "n3"}));
 }
 
+// The five calibration runs of a campaign, the third on a slow node (each on nodes of its own).
+Campaign with_a_slow_calibration_run() {
+  Campaign campaign(CampaignSetup{.calibration_runs = 5, .concurrency = 1});
+  const std::vector<double> throughputs = {5630.0, 5640.0, 4830.0, 5540.0, 5660.0};
+  for (std::size_t i = 0; i < throughputs.size(); ++i) {
+    const RunId run = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
+    campaign.run_for(run, 0.5, Campaign::measured(throughputs[i]),
+                     {"n" + std::to_string(2 * i + 1), "n" + std::to_string(2 * i + 2)});
+  }
+  return campaign;
+}
+
+const BandSet* band_set_in(const std::vector<Envelope>& news) {
+  for (const Envelope& envelope : news) {
+    if (const auto* band = std::get_if<BandSet>(&envelope.body)) return band;
+  }
+  return nullptr;
+}
+
+TEST(React, ACalibrationRunOnASlowNodeIsRunOnceMoreOnOtherNodesAndLeftOut) {
+  Campaign campaign = with_a_slow_calibration_run();
+  Reactions reactions(campaign);
+  // Run 3 alone makes the band 19.5% (3% without it): no band yet, one more run on unused nodes.
+  EXPECT_EQ(band_set_in(campaign.news()), nullptr);
+  EXPECT_EQ(phase_of(campaign.state()), Phase::kCalibrating);
+  const std::optional<ProposeLaunch> rerun = next_command<ProposeLaunch>(reactions.after_news());
+  ASSERT_TRUE(rerun);
+  EXPECT_EQ(rerun->purpose, RunPurpose::kCalibration);
+  EXPECT_EQ(rerun->exclude_nodes.size(), 10u);
+  const RunId sixth = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
+  EXPECT_FALSE(next_command<ProposeLaunch>(reactions.after_news())) << "one run in its place";
+  campaign.run_for(sixth, 0.5, Campaign::measured(5600.0), {"n11", "n12"});
+
+  const BandSet* band = band_set_in(campaign.news());
+  ASSERT_NE(band, nullptr);
+  EXPECT_EQ(band->calibration_run_ids, (std::vector<RunId>{1, 2, 4, 5, sixth}));
+  EXPECT_DOUBLE_EQ(band->mean_tokens_per_sec_per_gpu,
+                   (5630.0 + 5640.0 + 5540.0 + 5660.0 + 5600.0) / 5);
+  EXPECT_DOUBLE_EQ(band->band_fraction, 0.03);
+  EXPECT_EQ(phase_of(campaign.state()), Phase::kSearching);
+  const auto outlier = calibration_outlier(campaign.state().view.baseline_band);
+  ASSERT_TRUE(outlier);
+  EXPECT_EQ(outlier->run_id, 3u);
+  EXPECT_TRUE(outlier->left_out);
+}
+
+TEST(React, WhereTheRunInTheSlowRunsPlaceFailsTheBandKeepsAllFive) {
+  Campaign campaign = with_a_slow_calibration_run();
+  Reactions reactions(campaign);
+  ASSERT_TRUE(next_command<ProposeLaunch>(reactions.after_news()));
+  const RunId sixth = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
+  RunFailed failed;
+  failed.failure_class = FailureClass::kInfra;
+  campaign.run_for(sixth, 0.1, failed, {"n11", "n12"});
+
+  const BandSet* band = band_set_in(campaign.news());
+  ASSERT_NE(band, nullptr) << "a second run in its place is not launched";
+  EXPECT_EQ(band->calibration_run_ids, (std::vector<RunId>{1, 2, 3, 4, 5}));
+  EXPECT_NEAR(band->band_fraction, 0.195, 0.001);
+  EXPECT_EQ(phase_of(campaign.state()), Phase::kSearching);
+}
+
 TEST(React, CalibrationFillsTheLaunchSlotsAndNoMore) {
   Campaign campaign(CampaignSetup{.calibration_runs = 5, .concurrency = 2});
   Reactions reactions(campaign);

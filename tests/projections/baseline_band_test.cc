@@ -158,6 +158,34 @@ TEST(BaselineBand, ACalibrationRunThatAloneWidensTheBandIsFound) {
   EXPECT_TRUE(to_json(set_band({1000.0, 1001.0, 999.0, 1000.0}))["calibration_outlier"].is_null());
 }
 
+TEST(BaselineBand, ARunTheBandLeavesOutIsItsOutlier) {
+  StreamBuilder b;
+  b.open();
+  const std::vector<double> throughputs = {5630.0, 5640.0, 4830.0, 5540.0, 5660.0, 5600.0};
+  for (std::size_t i = 0; i < throughputs.size(); ++i) {
+    b.measured_run(static_cast<RunId>(i + 1), RunPurpose::kCalibration, throughputs[i]);
+  }
+  BandSet set;
+  set.calibration_run_ids = {1, 2, 4, 5, 6};
+  set.mean_tokens_per_sec_per_gpu = 5614.0;
+  set.band_fraction = 0.03;
+  b.add(set);
+  const BaselineBand band = fold_band(b.events());
+  EXPECT_EQ(band.left_out_run_ids, (std::vector<RunId>{3}));
+  const std::optional<CalibrationOutlier> outlier = calibration_outlier(band);
+  ASSERT_TRUE(outlier.has_value());
+  EXPECT_EQ(outlier->run_id, 3u);
+  EXPECT_TRUE(outlier->left_out);
+  EXPECT_DOUBLE_EQ(outlier->others_mean, 5614.0);
+  EXPECT_DOUBLE_EQ(outlier->band_without_fraction, 0.03);
+  EXPECT_EQ(to_json(band)["calibration_outlier"]["left_out"], true);
+  CampaignView view;
+  view.baseline_band = band;
+  EXPECT_NE(render_status_text(view).find("calibration run 3 (4830.0 tokens/s/GPU) left out of "
+                                          "the band"),
+            std::string::npos);
+}
+
 TEST(BaselineBand, NoRunIsAnOutlierWhereNoneAloneSetsTheBand) {
   // An even spread: leaving any one run out narrows the band by less than half.
   EXPECT_FALSE(calibration_outlier(set_band({1000.0, 1040.0, 960.0, 1020.0, 980.0})));

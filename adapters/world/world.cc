@@ -21,6 +21,8 @@ constexpr double kFirstStepFactor = 3.0;       // iteration 1: allocator growth,
 constexpr double kFirstStepExtraS = 8.0;
 constexpr double kSecondStepFactor = 1.1;
 constexpr double kProfilerOverhead = 1.05;  // traced steps run slower
+// How far below its median GPU the lowest GPU of a healthy allocation draws, at most.
+constexpr double kHealthyPowerSpread = 0.02;
 constexpr double kTeardownS = 5.0;
 constexpr double kInvalidAtStartupS = 12.0;  // validate_args runs right after the imports
 constexpr double kNodeLossDetectionS = 45.0;
@@ -420,6 +422,10 @@ SimulatedRun World::simulate(const Recipe& recipe, std::uint32_t steps, std::uin
   for (const std::string& node : run.nodes) {
     if (is_slow_node(node)) run.slow_node_factor = config_.slow_node_factor;
   }
+  // From a stream of its own, so that the run's other draws stay as they were.
+  SeededStream power(combine(run_key, hash_text("gpu power")));
+  run.lowest_gpu_power_fraction =
+      (1.0 - kHealthyPowerSpread * power.uniform()) / run.slow_node_factor;
   const std::vector<double> natural_steps_s = draw_step_times(run, config_.noise_rsd, draws);
   const double infra_rate_per_s = config_.infra_failures_per_node_hour *
                                   static_cast<double>(std::max<std::size_t>(1, run.nodes.size())) /

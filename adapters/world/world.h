@@ -117,7 +117,11 @@ struct SimulatedRun {
   Fault fault = Fault::kNone;
 
   double slow_node_factor = 1.0;  // > 1 when the allocation holds a slow node
-  LossCurve loss;                 // values for the steps requested; the log prints completed ones
+  // The power draw of the launch's lowest GPU over its median GPU's, as a cluster's telemetry
+  // (DCGM, nvidia-smi) shows it: 0.98-1.0 on a healthy allocation; a slow node's GPUs run and draw
+  // at 1 / slow_node_factor of the others'.
+  double lowest_gpu_power_fraction = 1.0;
+  LossCurve loss;  // values for the steps requested; the log prints completed ones
   std::vector<double> peak_memory_gib_by_stage;
   Prediction prediction;  // the world's prediction: hidden factors applied, before noise
   // The layout as it ran on the world's stack (layout_on_stack); empty when the recipe was

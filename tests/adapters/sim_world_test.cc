@@ -136,6 +136,13 @@ TEST(SimWorld, SlowNodeSlowsTheRunsThatHoldIt) {
   const SimulatedRun b = slow.simulate(recipe, 14, 3, nodes, false);
   EXPECT_EQ(b.slow_node_factor, config.slow_node_factor);
   EXPECT_NEAR(window_mean_s(b) / window_mean_s(a), config.slow_node_factor, 1e-9);
+  // The telemetry shows it: the lowest GPU of a healthy allocation draws 98-100% of the median
+  // GPU's power, the slow node's 1 / 1.15 of that.
+  EXPECT_GE(a.lowest_gpu_power_fraction, 0.98);
+  EXPECT_LE(a.lowest_gpu_power_fraction, 1.0);
+  EXPECT_NEAR(b.lowest_gpu_power_fraction * config.slow_node_factor, a.lowest_gpu_power_fraction,
+              1e-12);
+  EXPECT_LT(b.lowest_gpu_power_fraction, 0.93);
 
   // At the default rate some nodes of a large cluster are slow, persistently.
   const World world(qwen_workload(), WorldConfig{});

@@ -4,8 +4,10 @@
 // plane. Then the final stage re-measures, in one randomised and interleaved order, the baseline,
 // every shipped recipe and the oracle's best recipes (attune sim sweep, filtered by the policy),
 // twice each, in the same simulated world. As in the paper's Appendix D, a repeat that produced no
-// measurement is run again, and a recipe whose two repeats differ by more than the band gets a
-// third; its value is then the median of the three, else the mean of its repeats. Arms are
+// measurement is run again, a repeat whose lowest GPU draws under 93% of its median GPU's power
+// (a slow node: the paper's power flag) is run once more and that run stands for it, and a recipe
+// whose two repeats differ by more than the band gets a third; its value is then the median of
+// the three, else the mean of its repeats. Arms are
 // compared with the mean rule and exact one-sided permutation p-values, unrestricted and
 // stratified by seed.
 //
@@ -58,6 +60,11 @@ namespace fs = std::filesystem;
 constexpr int kOracleRecipes = 5;
 constexpr int kOracleCandidatesMax = 400;  // the estimator's best layouts the oracle may probe
 constexpr std::uint64_t kOracleProbeSeed = 0x0a7c1e;
+constexpr std::uint64_t kFinalStageRunSeed = 0xf17a1000ULL;    // + the repeat's run number
+constexpr std::uint64_t kFinalStageRerunSeed = 0xf1a9f1a9ULL;  // a flagged repeat's second run
+// The power flag's threshold: the lowest GPU under this share of the median GPU's draw. A healthy
+// allocation's lowest GPU draws 0.98-1.0 of it in the world, a slow node's 1 / 1.15 (0.87).
+constexpr double kPowerFlagFraction = 0.93;
 
 struct CompareOptions {
   std::string campaign_file;
@@ -139,9 +146,11 @@ CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
 }
 
 // tokens/s/GPU of one run of `recipe` in `world` over the measurement window; 0 on failure.
+// `power` receives the run's lowest GPU's power draw over its median GPU's.
 double measure_once(const sim::World& world, const CampaignSpec& spec, const Recipe& recipe,
-                    std::uint64_t run_seed) {
+                    std::uint64_t run_seed, double* power = nullptr) {
   const sim::SimulatedRun run = world.simulate(recipe, spec.steps_per_run, run_seed, {}, false);
+  if (power != nullptr) *power = run.lowest_gpu_power_fraction;
   if (run.outcome != sim::JobOutcome::kCompleted) return 0.0;
   double seconds = 0;
   int steps = 0;
@@ -227,8 +236,9 @@ struct Comparison {
   double oracle_value = 0;
   std::vector<double> baseline_repeats;
   double band = 0;
-  int third_repeats = 0;  // recipes whose two repeats differed by more than the band
-  int rerun_repeats = 0;  // measurements run again because a repeat produced none
+  int third_repeats = 0;    // recipes whose two repeats differed by more than the band
+  int rerun_repeats = 0;    // measurements run again because a repeat produced none
+  int flagged_repeats = 0;  // repeats run once more because the power flag fired
   std::vector<ArmVerdict> verdicts;
 
   double oracle_fraction(const Arm& arm) const {
@@ -351,15 +361,31 @@ std::vector<std::string> oracle_recipes(const Setup& setup, const CampaignSpec& 
   return hashes;
 }
 
+// One repeat of the final stage with the paper's power flag (its Appendix D, Final stage): a
+// repeat whose lowest GPU draws less than kPowerFlagFraction of the launch's median GPU (a slow
+// node) is run once more, on the allocation the scheduler gives it, and that run stands for it;
+// where both are flagged, their mean does. Counts the repeats run again in `flagged`.
+double flagged_repeat(const sim::World& world, const CampaignSpec& spec, const Recipe& recipe,
+                      std::uint64_t run, int& flagged) {
+  double power = 1.0;
+  const double value = measure_once(world, spec, recipe, kFinalStageRunSeed + run, &power);
+  if (value <= 0 || power >= kPowerFlagFraction) return value;
+  ++flagged;
+  double again_power = 1.0;
+  const double again = measure_once(world, spec, recipe, kFinalStageRerunSeed + run, &again_power);
+  if (again <= 0) return value;
+  return again_power >= kPowerFlagFraction ? again : (value + again) / 2;
+}
+
 // The final stage's repeats of every recipe (projections/final_stage), each run in `world`.
 FinalStageRepeats measure_repeats(const sim::World& world, const CampaignSpec& spec,
-                                  const std::map<std::string, Recipe>& recipes, double band) {
+                                  const std::map<std::string, Recipe>& recipes, double band,
+                                  int& flagged) {
   std::vector<std::string> keys;
   for (const auto& [hash, recipe] : recipes) keys.push_back(hash);
   return measure_final_stage(keys, band, 0x5eedc0deULL ^ spec.reality_seed,
                              [&](const std::string& hash, std::uint64_t run) {
-                               return measure_once(world, spec, recipes.at(hash),
-                                                   0xf17a1000ULL + run);
+                               return flagged_repeat(world, spec, recipes.at(hash), run, flagged);
                              });
 }
 
@@ -385,7 +411,8 @@ void final_stage(const Setup& setup, const std::map<std::string, Recipe>& measur
   const sim::World world(setup.workload, config);
   std::map<std::string, Recipe> recipes = measured;
   const std::vector<std::string> oracle_hashes = oracle_recipes(setup, spec, world, recipes);
-  const FinalStageRepeats repeats = measure_repeats(world, spec, recipes, out.band);
+  const FinalStageRepeats repeats =
+      measure_repeats(world, spec, recipes, out.band, out.flagged_repeats);
   out.third_repeats = repeats.third;
   out.rerun_repeats = repeats.rerun;
   auto repeats_of = [&](const std::string& hash) {
@@ -465,6 +492,7 @@ nlohmann::json comparison_json(const Comparison& c, std::uint32_t seeds) {
   out["baseline_repeats"] = c.baseline_repeats;
   out["third_repeats"] = c.third_repeats;
   out["rerun_repeats"] = c.rerun_repeats;
+  out["flagged_repeats"] = c.flagged_repeats;
   for (const Arm& arm : c.arms) {
     nlohmann::json a;
     std::vector<double> gains;
@@ -513,7 +541,9 @@ void print_comparison(const Comparison& c, std::uint32_t seeds) {
             << format_percent(c.band, 2) << "\n";
   std::cout << "repeats: 2 per recipe, a 3rd for " << c.third_repeats
             << " (two apart by more than the band), " << c.rerun_repeats
-            << " rerun (no measurement)\n\n";
+            << " rerun (no measurement)\n"
+            << "power flag: " << c.flagged_repeats
+            << " repeats run once more (lowest GPU under 93% of the median GPU's power)\n\n";
   // Narrow headers, so that three campaigns per arm fit 100 columns; the legend follows.
   TextTable table({{"arm"},
                    {"gain", Align::kRight},
@@ -864,8 +894,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       "compare",
       "Run tuners side by side on the simulated cluster: per arm, one campaign per seed from the "
       "same campaign file; then re-measure the baseline, every shipped recipe and the oracle's "
-      "best recipes twice each in one shuffled order (a third time where the two differ by "
-      "more than the band; the value is then their median), and compare the arms with the mean "
+      "best recipes twice each in one shuffled order (a repeat whose lowest GPU's power is "
+      "flagged, a slow node, once more; a third time where the two differ by more than the "
+      "band; the value is then their median), and compare the arms with the mean "
       "rule and exact permutation p-values. GPU-hours are given with and without the baseline's "
       "calibration runs");
   compare->add_option("--campaign", options->campaign_file, "Campaign file (launcher = \"sim\")");

@@ -45,11 +45,14 @@ std::string workload_line(const CampaignOpened& s) {
          s.precision;
 }
 
+// Live, the figures are over every calibration run measured; set, over the runs the band names
+// (all of them where it names none).
 std::string baseline_line(const BaselineBand& band) {
+  const std::size_t runs =
+      band.band_set && !band.band_run_ids.empty() ? band.band_run_ids.size() : band.samples.size();
   return throughput_text(band.mean_tokens_per_s_per_gpu) + " tokens/s/GPU \xC2\xB1 " +
-         format_percent(band.rsd_fraction, kPercentDecimals) + " over " +
-         std::to_string(band.samples.size()) + " calibration runs; band " +
-         format_percent(band.band_fraction, kPercentDecimals) +
+         format_percent(band.rsd_fraction, kPercentDecimals) + " over " + std::to_string(runs) +
+         " calibration runs; band " + format_percent(band.band_fraction, kPercentDecimals) +
          (band.band_set ? " (set)" : " (live)");
 }
 

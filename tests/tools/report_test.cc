@@ -146,6 +146,60 @@ std::string profiled_ledger(const fs::path& dir, const std::string& data = "synt
   return id;
 }
 
+// A ledger written by hand: six calibration runs, the third on a slow node, and the band set
+// from the other five.
+std::string left_out_ledger(const fs::path& dir) {
+  const std::string id = "left-out";
+  fs::create_directories(dir.parent_path());
+  auto store = EventStore::open(dir.string());
+  EXPECT_TRUE(store.ok()) << store.error();
+  CampaignOpened opened;
+  opened.name = id;
+  opened.model = "qwen3-30b-a3b";
+  opened.hardware = "h100";
+  opened.gpu_count = 16;
+  opened.seq_length = 4096;
+  opened.global_batch = 256;
+  opened.precision = "bf16";
+  opened.baseline_recipe = "--micro-batch-size 1\n";
+  std::vector<NewEvent> events;
+  const std::int64_t t = 1'700'000'000'000'000'000;
+  events.push_back(NewEvent{t, "test", opened});
+  const std::vector<double> throughputs = {5630, 5640, 4830, 5540, 5660, 5600};
+  for (std::size_t i = 0; i < throughputs.size(); ++i) {
+    const auto run = static_cast<RunId>(i + 1);
+    const std::int64_t start = t + static_cast<std::int64_t>(i) * 3'600'000'000'000;
+    CandidateProposed proposed;
+    proposed.proposal_id = run;
+    proposed.purpose = RunPurpose::kCalibration;
+    LaunchAdmitted admitted;
+    admitted.proposal_id = run;
+    admitted.run_id = run;
+    admitted.purpose = RunPurpose::kCalibration;
+    admitted.gpus = 16;
+    RunMeasured measured;
+    measured.run_id = run;
+    measured.tokens_per_sec_per_gpu = throughputs[i];
+    for (Body body : std::vector<Body>{
+             proposed, admitted, JobStarted{run, start, {"node-" + std::to_string(run)}},
+             JobFinished{run, start + 3'600'000'000'000, "COMPLETED", "sim", ""}, measured,
+             Charged{run, Account::kTuner, 16, start, start + 3'600'000'000'000, 16.0}}) {
+      events.push_back(NewEvent{start, "test", std::move(body)});
+    }
+  }
+  BandSet band;
+  band.calibration_run_ids = {1, 2, 4, 5, 6};
+  band.mean_tokens_per_sec_per_gpu = 5614;
+  band.rsd = 0.0079;
+  band.band_fraction = 0.03;
+  band.mean_launch_gpu_hours = 16;
+  band.budget_gpu_hours = 480;
+  events.push_back(NewEvent{t, "test", band});
+  auto appended = (*store)->append(id, 0, std::move(events));
+  EXPECT_TRUE(appended.ok()) << appended.error();
+  return id;
+}
+
 // Every data-run in the report, in order.
 std::vector<int> data_runs(const std::string& html) {
   std::vector<int> runs;
@@ -393,6 +447,27 @@ TEST_F(Report, MarkdownGivesTheSameForAPullRequest) {
   }
   const CommandOutcome bad = attune("report --db " + c.db + " --format pdf");
   EXPECT_EQ(bad.exit_code, 2);
+}
+
+// A calibration run the band left out (a slow node) is named in both reports and the status.
+TEST_F(Report, ACalibrationRunTheBandLeftOutIsNamed) {
+  const fs::path db = suite_dir() / "left-out";
+  const std::string id = left_out_ledger(db);
+  const std::string note =
+      "calibration run 3 left out: a slow node? A run on other nodes replaced it";
+  for (const std::string format : {"md", "html"}) {
+    const CommandOutcome report =
+        attune("report --db " + db.string() + " --campaign " + id + " --format " + format);
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    EXPECT_NE(report.out.find("band 3.00% (" + note + ")"), std::string::npos) << format;
+  }
+  const CommandOutcome status = attune("status --db " + db.string() + " --campaign " + id);
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("over 5 calibration runs; band 3.00% (set)"), std::string::npos)
+      << status.out;
+  EXPECT_NE(status.out.find("calibration run 3 (4830.0 tokens/s/GPU) left out of the band"),
+            std::string::npos)
+      << status.out;
 }
 
 TEST_F(Report, TheLeaderboardRefusesALedgerWhoseChainDoesNotVerify) {

@@ -10,6 +10,13 @@
 
 namespace attune::cli {
 
+std::string left_out_note(const ReportData& d) {
+  const std::optional<CalibrationOutlier> outlier = calibration_outlier(d.view.baseline_band);
+  if (!outlier || !outlier->left_out) return "";
+  return " (calibration run " + std::to_string(outlier->run_id) +
+         " left out: a slow node? A run on other nodes replaced it)";
+}
+
 namespace {
 
 std::string cell(const std::string& text, bool number = false) {
@@ -61,7 +68,7 @@ std::string html_summary(const ReportData& d) {
   line("baseline", format_fixed(d.view.baseline_band.mean_tokens_per_s_per_gpu, 1) +
                        " tokens/s/GPU, rsd " +
                        format_percent(d.view.baseline_band.rsd_fraction, 2) + ", band " +
-                       format_percent(d.view.baseline_band.band_fraction, 2));
+                       format_percent(d.view.baseline_band.band_fraction, 2) + left_out_note(d));
   line("MFU", maybe_percent(e.baseline_mfu) + " baseline, " + maybe_percent(e.shipped_mfu) +
                   " shipped (model FLOPs over the dense " + s.precision + " peak)");
   line("cost per million tokens", maybe_usd(e.baseline_usd_per_million_tokens, 3) + " baseline, " +

@@ -58,9 +58,10 @@ void md_summary(std::ostringstream& out, const ReportData& d) {
   }
   out << " |\n| baseline | " << format_fixed(d.view.baseline_band.mean_tokens_per_s_per_gpu, 1)
       << " tokens/s/GPU, band " << format_percent(d.view.baseline_band.band_fraction, 2)
-      << " |\n| MFU | " << md_percent(e.baseline_mfu) << " baseline, " << md_percent(e.shipped_mfu)
-      << " shipped |\n| cost per million tokens | " << md_usd(e.baseline_usd_per_million_tokens, 3)
-      << " baseline, " << md_usd(e.shipped_usd_per_million_tokens, 3) << " shipped |\n"
+      << markdown_cell(left_out_note(d)) << " |\n| MFU | " << md_percent(e.baseline_mfu)
+      << " baseline, " << md_percent(e.shipped_mfu) << " shipped |\n| cost per million tokens | "
+      << md_usd(e.baseline_usd_per_million_tokens, 3) << " baseline, "
+      << md_usd(e.shipped_usd_per_million_tokens, 3) << " shipped |\n"
       << "| GPU-hours | tuner " << format_fixed(b.tuner_gpu_hours, 1) << ", checks "
       << format_fixed(b.checks_gpu_hours, 1) << ", infrastructure "
       << format_fixed(b.infra_gpu_hours, 1) << ", budget " << format_fixed(b.budget_gpu_hours, 1)

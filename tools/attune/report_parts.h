@@ -22,6 +22,9 @@ std::string markdown_cell(const std::string& text);
 std::string markdown_fence_for(const std::string& text);
 
 // The report's sections (report_html_parts.cc) and its loss chart (report_html.cc).
+// " (calibration run N left out: ...)" where the band left a slow node's run out, else "".
+std::string left_out_note(const ReportData& d);
+
 std::string html_summary(const ReportData& d);
 std::string html_diff(const ReportData& d);
 std::string html_gate(const ReportData& d);

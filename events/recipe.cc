@@ -1,5 +1,6 @@
 #include "events/recipe.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -60,6 +61,9 @@ class WordSplitter {
         ++i_;
       } else if (c == '#' && !in_word_ && comments_ == Comments::kAllowed) {
         while (i_ < text_.size() && text_[i_] != '\n') ++i_;
+      } else if (c == '$' && no_op_substitution()) {
+        // `$(: note)` runs the no-op command `:` and expands to nothing: a note in a command
+        // line, such as the "$(: changed)" marks of a script attune ships.
       } else if (c == '\'') {
         if (auto failure = single_quoted()) return failure;
       } else if (c == '"') {
@@ -90,6 +94,19 @@ class WordSplitter {
   void end_command() {
     end_word();
     if (!words_.empty()) words_.back().ends_command = true;
+  }
+
+  // At "$(:" followed by a blank, with its ')' on this line: moves past it and returns true.
+  bool no_op_substitution() {
+    if (text_.substr(i_, 3) != "$(:" || i_ + 3 >= text_.size() ||
+        (text_[i_ + 3] != ' ' && text_[i_ + 3] != '\t')) {
+      return false;
+    }
+    const std::size_t close = text_.find(')', i_ + 3);
+    const std::size_t newline = text_.find('\n', i_ + 3);
+    if (close == std::string_view::npos || newline < close) return false;
+    i_ = close + 1;
+    return true;
   }
 
   // A backslash escapes the next character, or continues the line.
@@ -167,7 +184,21 @@ class WordSplitter {
 // Splits shell text into words. Appends to `words`; returns the first failure, if any.
 std::optional<Failure> split_words(std::string_view text, Comments comments,
                                    std::vector<Word>& words) {
-  return WordSplitter(text, comments, words).run();
+  const std::size_t first = words.size();
+  if (auto failure = WordSplitter(text, comments, words).run()) return failure;
+  // "$@" passes on the script's own arguments, and a recipe is read with none: no word, as in
+  // bash. A script attune ships ends its command with it.
+  const auto no_arguments = [](const Word& word) { return word.quoted && word.text == "$@"; };
+  for (std::size_t k = first; k < words.size(); ++k) {
+    if (no_arguments(words[k]) && words[k].ends_command && k > first) {
+      words[k - 1].ends_command = true;
+      words[k - 1].semicolon = words[k - 1].semicolon || words[k].semicolon;
+    }
+  }
+  words.erase(
+      std::remove_if(words.begin() + static_cast<std::ptrdiff_t>(first), words.end(), no_arguments),
+      words.end());
+  return std::nullopt;
 }
 
 bool is_shell_safe(char c) {
@@ -480,6 +511,12 @@ std::optional<Failure> parse_words(const std::vector<Word>& words, Recipe& recip
       if (!in_export && !word.quoted && text == "export") {
         if (word.ends_command) return Failure{word.line, "export expects NAME=VALUE"};
         in_export = true;
+        ++i;
+        continue;
+      }
+      // `set -e` and the like: the shell's own options, before the recipe's command.
+      if (!in_export && !word.quoted && text == "set") {
+        while (i < words.size() && !words[i].ends_command) ++i;
         ++i;
         continue;
       }

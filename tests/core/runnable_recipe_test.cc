@@ -41,6 +41,13 @@ TEST(RunnableScript, KeepsTheBaselinesOrderAndMarksWhatChanged) {
             "  --lr 1e-04 \\\n"
             "  --overlap-grad-reduce $(: changed) \\\n"
             "  \"$@\"\n");
+  // Without a launcher, the script reads back as a pasted recipe, the one it ships: `set -e` is
+  // the shell's, and its marks and "$@" expand to nothing.
+  shape.launcher.clear();
+  const Recipe read_back = parsed(runnable_script(shipped, baseline, shape, {"title"}));
+  EXPECT_EQ(read_back.flags, shipped.flags);
+  EXPECT_EQ(read_back.env, shipped.env);
+  EXPECT_EQ(recipe_hash(read_back), recipe_hash(shipped));
 }
 
 TEST(RunnableScript, AFlagsOnlyRecipeRunsTheDefaultProgram) {

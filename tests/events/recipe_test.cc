@@ -63,6 +63,20 @@ TEST(RecipeParse, EmptyTextIsTheEmptyRecipe) {
   EXPECT_EQ(canonical_text(Recipe{}), "");
 }
 
+TEST(RecipeParse, NoOpNotesAndTheScriptsOwnArgumentsExpandToNothing) {
+  auto recipe = parse_recipe(
+      "python pretrain_gpt.py \\\n  --micro-batch-size 2 $(: changed) \\\n  --bf16 \\\n  \"$@\"\n",
+      "shipped.sh");
+  ASSERT_TRUE(recipe.ok()) << recipe.error();
+  EXPECT_EQ(recipe->flags.at("--micro-batch-size"), "2");
+  EXPECT_EQ(recipe->flags.count("--bf16"), 1u);
+  EXPECT_EQ(recipe->flags.size(), 2u);
+  // Only a no-op command with its ')' on the line is a note; anything else is still refused.
+  auto other = parse_recipe("python pretrain_gpt.py --bf16 $(date)\n", "r.sh");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().find("r.sh:1:"), std::string::npos) << other.error();
+}
+
 TEST(RecipeParse, FlagsOnlyAndCommandOnly) {
   const Recipe flags_only = parse_ok("--micro-batch-size 1");
   EXPECT_EQ(flags_only.command, "");

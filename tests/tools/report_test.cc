@@ -100,12 +100,8 @@ double price_of(const Campaign& c) {
   return std::stod(match[1]);
 }
 
-// A ledger written by hand: one calibration run, measured and profiled on two pipeline stages.
-std::string profiled_ledger(const fs::path& dir, const std::string& data = "synthetic") {
-  const std::string id = "profiled";
-  fs::create_directories(dir.parent_path());
-  auto store = EventStore::open(dir.string());
-  EXPECT_TRUE(store.ok()) << store.error();
+// The opening of a hand-written ledger: Qwen3-30B-A3B on 16 H100.
+CampaignOpened qwen_opened(const std::string& id) {
   CampaignOpened opened;
   opened.name = id;
   opened.model = "qwen3-30b-a3b";
@@ -114,8 +110,18 @@ std::string profiled_ledger(const fs::path& dir, const std::string& data = "synt
   opened.seq_length = 4096;
   opened.global_batch = 256;
   opened.precision = "bf16";
-  opened.data = data;
   opened.baseline_recipe = "--micro-batch-size 1\n";
+  return opened;
+}
+
+// A ledger written by hand: one calibration run, measured and profiled on two pipeline stages.
+std::string profiled_ledger(const fs::path& dir, const std::string& data = "synthetic") {
+  const std::string id = "profiled";
+  fs::create_directories(dir.parent_path());
+  auto store = EventStore::open(dir.string());
+  EXPECT_TRUE(store.ok()) << store.error();
+  CampaignOpened opened = qwen_opened(id);
+  opened.data = data;
   CandidateProposed proposed;
   proposed.proposal_id = 1;
   proposed.purpose = RunPurpose::kCalibration;
@@ -153,18 +159,9 @@ std::string left_out_ledger(const fs::path& dir) {
   fs::create_directories(dir.parent_path());
   auto store = EventStore::open(dir.string());
   EXPECT_TRUE(store.ok()) << store.error();
-  CampaignOpened opened;
-  opened.name = id;
-  opened.model = "qwen3-30b-a3b";
-  opened.hardware = "h100";
-  opened.gpu_count = 16;
-  opened.seq_length = 4096;
-  opened.global_batch = 256;
-  opened.precision = "bf16";
-  opened.baseline_recipe = "--micro-batch-size 1\n";
   std::vector<NewEvent> events;
   const std::int64_t t = 1'700'000'000'000'000'000;
-  events.push_back(NewEvent{t, "test", opened});
+  events.push_back(NewEvent{t, "test", qwen_opened(id)});
   const std::vector<double> throughputs = {5630, 5640, 4830, 5540, 5660, 5600};
   for (std::size_t i = 0; i < throughputs.size(); ++i) {
     const auto run = static_cast<RunId>(i + 1);

@@ -197,6 +197,14 @@ CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uin
   return plan;
 }
 
+std::vector<std::string> slow_node_suspects(const ControlState& state) {
+  std::set<std::string> nodes;
+  for (const RunId id : state.view.baseline_band.left_out_run_ids) {
+    if (const RunState* run = state.run(id)) nodes.insert(run->nodes.begin(), run->nodes.end());
+  }
+  return {nodes.begin(), nodes.end()};
+}
+
 std::vector<CalibrationEntry> calibration_entries(const ControlState& state) {
   std::vector<CalibrationEntry> entries;
   for (const auto& [id, run] : state.runs) {

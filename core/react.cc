@@ -42,6 +42,14 @@ bool any_refused(std::span<const Envelope> news) {
   });
 }
 
+// `nodes`, then the slow-node suspects that are not among them.
+std::vector<std::string> with_suspects(const ControlState& state, std::vector<std::string> nodes) {
+  for (const std::string& node : slow_node_suspects(state)) {
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  return nodes;
+}
+
 // ---- Calibrating -------------------------------------------------------------------------------
 
 // The first calibration launches all failed the same way (every one out of memory, say): the
@@ -141,7 +149,7 @@ RetryStep infra_retry(const ControlState& state, std::optional<Reaction>& out) {
     launch.steps = run.steps;
     launch.profile = run.profile;
     launch.expected_gpu_hours = run.expected_gpu_hours;
-    launch.exclude_nodes = run.nodes;
+    launch.exclude_nodes = with_suspects(state, run.nodes);
     if (!run.failed->node.empty()) launch.exclude_nodes.push_back(run.failed->node);
     const auto proposal = state.proposals.find(run.proposal_id);
     if (proposal != state.proposals.end()) launch.hypothesis = proposal->second.hypothesis;
@@ -228,7 +236,7 @@ Command check_launch(const ControlState& state, RunId candidate, const CheckStat
     launch.expected_gpu_hours = context.estimate(launch.recipe, RunPurpose::kCheck, steps);
   }
   launch.check_of_run_id = candidate;
-  launch.exclude_nodes = status.exclude_nodes;
+  launch.exclude_nodes = with_suspects(state, status.exclude_nodes);
   return launch;
 }
 
@@ -378,6 +386,7 @@ ProposeLaunch search_launch(const ControlState& state, TunerProposal proposal,
   launch.steps = state.view.settings.steps_per_run;
   launch.expected_gpu_hours =
       estimate(launch.recipe, RunPurpose::kSearch, state.view.settings.steps_per_run);
+  launch.exclude_nodes = slow_node_suspects(state);
   return launch;
 }
 

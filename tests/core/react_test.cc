@@ -168,6 +168,15 @@ TEST(React, ACalibrationRunOnASlowNodeIsRunOnceMoreOnOtherNodesAndLeftOut) {
   ASSERT_TRUE(outlier);
   EXPECT_EQ(outlier->run_id, 3u);
   EXPECT_TRUE(outlier->left_out);
+
+  // Later launches ask to avoid the left-out run's nodes: one of them is slow.
+  EXPECT_EQ(slow_node_suspects(campaign.state()), (std::vector<std::string>{"n5", "n6"}));
+  TunerProposal proposal;
+  proposal.recipe = campaign.with("--micro-batch-size", "2");
+  const ProposeLaunch search =
+      search_launch(campaign.state(), proposal,
+                    [](const Recipe&, RunPurpose, std::uint32_t) { return kEstimateGpuHours; });
+  EXPECT_EQ(search.exclude_nodes, (std::vector<std::string>{"n5", "n6"}));
 }
 
 TEST(React, WhereTheRunInTheSlowRunsPlaceFailsTheBandKeepsAllFive) {

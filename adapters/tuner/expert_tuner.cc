@@ -23,6 +23,10 @@ namespace {
 constexpr const char* kRule5Plan =
     "rule 5: expected out of memory at the parent's recomputation; a retry with full "
     "recomputation follows";
+// The rule a candidate the estimate puts inside its memory margin is proposed under.
+constexpr const char* kRule5MarginPlan =
+    "rule 5: within the memory estimate's margin of the capacity; if it runs out of memory, a "
+    "retry with full recomputation follows";
 constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any observation
 // The rule that launches a layout at its parent's full recomputation to relax it next.
 constexpr std::string_view kRelaxPlan = "rule 5 in reverse";
@@ -608,10 +612,15 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
       if (!cand) continue;
       sim::Prediction p = sim::predict_on_stack(c.w, cand->recipe, c.stack);
       if (!p.valid) continue;
-      if (!fits(p, c.evidence.memory_margin)) {
+      if (fits(p, 0.0) && !fits(p, c.evidence.memory_margin)) {
+        // Within the estimate's margin of the capacity: it may run, so it is launched as it is,
+        // and retried with full recomputation if it runs out of memory (rule 5).
+        cand->needs_retry = true;
+        cand->rule = kRule5MarginPlan;
+      } else if (!fits(p, c.evidence.memory_margin)) {
         // More rows per microbatch cost memory only: one that fits with full recomputation is
         // launched as it is, expected to run out of memory, then retried with it (rule 5).
-        if (move != "micro-batch" || fits(p, 0.0)) continue;
+        if (move != "micro-batch") continue;
         sim::Layout saved_value = value;
         copy_move_fields(saved_value, with_full, "recompute");
         auto saved_recipe = sim::apply_layout(parent_recipe, saved_value);

@@ -580,6 +580,31 @@ TEST_F(ExpertCampaign, MoreRowsPerMicrobatchArePlannedWhereThePolicyAllowsThem) 
   EXPECT_LE(followed, static_cast<int>(planned.size()));  // each plan followed once at most
 }
 
+// A lever whose estimated peak fits the GPU but not the evidence's memory margin is launched, with
+// rule 5 behind it: on MiniMax-M2 the flex dispatcher at TP1 PP4 EP8, which the expert used to
+// drop (it stopped at 88% of the oracle), runs and ships.
+TEST_F(ExpertCampaign, ALeverInsideTheMemoryMarginIsTriedWithRuleFiveBehindIt) {
+  std::vector<nlohmann::json> events;
+  const nlohmann::json summary = run_example("minimax-m2-b200x64", events);
+  ASSERT_FALSE(summary.is_null());
+  std::set<std::int64_t> in_margin;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    if (mechanism.find("rule 5: within the memory estimate's margin") != std::string::npos) {
+      in_margin.insert(e["body"]["proposal_id"].get<std::int64_t>());
+    }
+  }
+  ASSERT_FALSE(in_margin.empty());
+  std::set<std::int64_t> launched;
+  for (const auto& e : of_type(events, "LaunchAdmitted")) {
+    const std::int64_t proposal = e["body"]["proposal_id"].get<std::int64_t>();
+    if (in_margin.contains(proposal)) launched.insert(e["body"]["run_id"].get<std::int64_t>());
+  }
+  EXPECT_EQ(launched.size(), in_margin.size()) << "each one admitted";
+  const std::string shipped = summary["shipped"]["recipe"].get<std::string>();
+  EXPECT_NE(shipped.find("--moe-token-dispatcher-type flex"), std::string::npos) << shipped;
+}
+
 // GLM-4.5 freezes one row per microbatch: no proposal changes it.
 TEST_F(ExpertCampaign, RowsPerMicrobatchStayWhereThePolicyFreezesThem) {
   std::vector<nlohmann::json> events;

@@ -124,8 +124,8 @@ CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uin
 // The campaign's calibration runs, each as the band sees it.
 std::vector<CalibrationEntry> calibration_entries(const ControlState& state);
 
-// The nodes of the calibration runs the band left out (one of them is slow), sorted: later
-// launches ask to avoid them, as far as the cluster keeps enough other nodes.
+// The nodes of the calibration runs the band left out (one of them is slow), sorted: every later
+// launch is admitted asking to avoid them (decide), as far as the cluster keeps enough others.
 std::vector<std::string> slow_node_suspects(const ControlState& state);
 
 }  // namespace attune

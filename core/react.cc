@@ -42,14 +42,6 @@ bool any_refused(std::span<const Envelope> news) {
   });
 }
 
-// `nodes`, then the slow-node suspects that are not among them.
-std::vector<std::string> with_suspects(const ControlState& state, std::vector<std::string> nodes) {
-  for (const std::string& node : slow_node_suspects(state)) {
-    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
-  }
-  return nodes;
-}
-
 // ---- Calibrating -------------------------------------------------------------------------------
 
 // The first calibration launches all failed the same way (every one out of memory, say): the
@@ -89,10 +81,10 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   }
   const std::uint32_t measured = calibration_runs_measured(state);
   const std::uint32_t in_flight = calibration_runs_in_flight(state);
-  const bool rerun = in_flight == 0 && measured >= settings.calibration_runs &&
-                     plan_calibration(calibration_entries(state), settings.calibration_runs,
-                                      settings.band_floor_fraction, settings.band_k)
-                         .rerun_wanted;
+  const bool rerun =
+      in_flight == 0 && plan_calibration(calibration_entries(state), settings.calibration_runs,
+                                         settings.band_floor_fraction, settings.band_k)
+                            .rerun_wanted;
   if (measured + in_flight >= settings.calibration_runs && !rerun) return std::nullopt;
   if (std::optional<Reaction> stop = stop_on_repeated_failure(state, measured)) return stop;
   if (!rerun && launched >= settings.calibration_runs * kCalibrationLaunchesPerRunMax) {
@@ -149,7 +141,7 @@ RetryStep infra_retry(const ControlState& state, std::optional<Reaction>& out) {
     launch.steps = run.steps;
     launch.profile = run.profile;
     launch.expected_gpu_hours = run.expected_gpu_hours;
-    launch.exclude_nodes = with_suspects(state, run.nodes);
+    launch.exclude_nodes = run.nodes;
     if (!run.failed->node.empty()) launch.exclude_nodes.push_back(run.failed->node);
     const auto proposal = state.proposals.find(run.proposal_id);
     if (proposal != state.proposals.end()) launch.hypothesis = proposal->second.hypothesis;
@@ -236,7 +228,7 @@ Command check_launch(const ControlState& state, RunId candidate, const CheckStat
     launch.expected_gpu_hours = context.estimate(launch.recipe, RunPurpose::kCheck, steps);
   }
   launch.check_of_run_id = candidate;
-  launch.exclude_nodes = with_suspects(state, status.exclude_nodes);
+  launch.exclude_nodes = status.exclude_nodes;
   return launch;
 }
 
@@ -386,7 +378,6 @@ ProposeLaunch search_launch(const ControlState& state, TunerProposal proposal,
   launch.steps = state.view.settings.steps_per_run;
   launch.expected_gpu_hours =
       estimate(launch.recipe, RunPurpose::kSearch, state.view.settings.steps_per_run);
-  launch.exclude_nodes = slow_node_suspects(state);
   return launch;
 }
 

@@ -169,14 +169,12 @@ TEST(React, ACalibrationRunOnASlowNodeIsRunOnceMoreOnOtherNodesAndLeftOut) {
   EXPECT_EQ(outlier->run_id, 3u);
   EXPECT_TRUE(outlier->left_out);
 
-  // Later launches ask to avoid the left-out run's nodes: one of them is slow.
+  // Every later launch is admitted asking to avoid the left-out run's nodes: one of them is slow.
   EXPECT_EQ(slow_node_suspects(campaign.state()), (std::vector<std::string>{"n5", "n6"}));
-  TunerProposal proposal;
-  proposal.recipe = campaign.with("--micro-batch-size", "2");
-  const ProposeLaunch search =
-      search_launch(campaign.state(), proposal,
-                    [](const Recipe&, RunPurpose, std::uint32_t) { return kEstimateGpuHours; });
-  EXPECT_EQ(search.exclude_nodes, (std::vector<std::string>{"n5", "n6"}));
+  const RunId search =
+      campaign.launch(RunPurpose::kSearch, campaign.with("--pipeline-model-parallel-size", "4"));
+  ASSERT_NE(search, 0u);
+  EXPECT_EQ(campaign.state().run(search)->exclude_nodes, (std::vector<std::string>{"n5", "n6"}));
 }
 
 TEST(React, WhereTheRunInTheSlowRunsPlaceFailsTheBandKeepsAllFive) {

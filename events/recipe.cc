@@ -88,8 +88,11 @@ class WordSplitter {
   }
   void end_word() {
     if (!in_word_) return;
-    words_.push_back(std::move(current_));
     in_word_ = false;
+    // "$@" passes on the script's own arguments, and a recipe is read with none: no word, as in
+    // bash. A script attune ships ends its command with it.
+    if (current_.quoted && current_.plain_prefix == 0 && current_.text == "$@") return;
+    words_.push_back(std::move(current_));
   }
   void end_command() {
     end_word();
@@ -184,21 +187,7 @@ class WordSplitter {
 // Splits shell text into words. Appends to `words`; returns the first failure, if any.
 std::optional<Failure> split_words(std::string_view text, Comments comments,
                                    std::vector<Word>& words) {
-  const std::size_t first = words.size();
-  if (auto failure = WordSplitter(text, comments, words).run()) return failure;
-  // "$@" passes on the script's own arguments, and a recipe is read with none: no word, as in
-  // bash. A script attune ships ends its command with it.
-  const auto no_arguments = [](const Word& word) { return word.quoted && word.text == "$@"; };
-  for (std::size_t k = first; k < words.size(); ++k) {
-    if (no_arguments(words[k]) && words[k].ends_command && k > first) {
-      words[k - 1].ends_command = true;
-      words[k - 1].semicolon = words[k - 1].semicolon || words[k].semicolon;
-    }
-  }
-  words.erase(
-      std::remove_if(words.begin() + static_cast<std::ptrdiff_t>(first), words.end(), no_arguments),
-      words.end());
-  return std::nullopt;
+  return WordSplitter(text, comments, words).run();
 }
 
 bool is_shell_safe(char c) {

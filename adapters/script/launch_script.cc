@@ -381,14 +381,16 @@ std::vector<std::string> run_warnings(const std::vector<CallRecord>& calls, std:
   return warnings;
 }
 
-// The sandbox shows the script alone: when its last words say a file is missing, how to show it
+// The sandbox shows the script alone: when what it printed says a file is missing, how to show it
 // one.
-std::string missing_file_hint(const std::string& last) {
+std::string missing_file_hint(const TimedOutcome& outcome) {
   constexpr std::string_view kMissing[] = {"No such file or directory", "not found", "not present",
-                                           "is present", "does not exist"};
+                                           "does not exist"};
   const bool missing =
-      std::any_of(std::begin(kMissing), std::end(kMissing),
-                  [&](std::string_view words) { return last.find(words) != std::string::npos; });
+      std::any_of(std::begin(kMissing), std::end(kMissing), [&](std::string_view words) {
+        return outcome.stderr_tail.find(words) != std::string::npos ||
+               outcome.stdout_tail.find(words) != std::string::npos;
+      });
   return missing ? " (the script sees only its own file and those named: --file FILE, or --cwd "
                    "FOLDER to show it a folder of this machine; in a campaign file, [baseline] "
                    "script_files and script_cwd)"
@@ -414,7 +416,7 @@ Result<ResolvedScript> read_outcome(const ScriptInput& input, const TimedOutcome
     }
     return make_error(input.path + ": bash exited " + std::to_string(outcome.exit_status) +
                       " before reaching a training program: " +
-                      (last.empty() ? "(no message)" : last) + missing_file_hint(last));
+                      (last.empty() ? "(no message)" : last) + missing_file_hint(outcome));
   }
   const CallRecord& call = (*calls)[*training];
   ResolvedScript resolved;

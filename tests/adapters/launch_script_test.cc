@@ -285,8 +285,8 @@ TEST_F(LaunchScriptTest, ANamedWorkingFolderIsShownReadOnlyAndWhatTheScriptWrite
 TEST_F(LaunchScriptTest, AFileTheScriptChecksForIsNamedWithTheWayToShowIt) {
   require_sandbox();
   ScriptInput input = script(
-      "[ -f pretrain_gpt.py ] || { echo 'Please run from the root, where pretrain_gpt.py is "
-      "present.'; exit 1; }\npython3 pretrain_gpt.py\n");
+      "[ -f pretrain_gpt.py ] || { echo 'Error: pretrain_gpt.py not found'; echo 'Please run "
+      "from the root, where pretrain_gpt.py is present.'; exit 1; }\npython3 pretrain_gpt.py\n");
   input.invocation_cwd = (folder_ / "no-such-checkout").string();
   const auto resolved = resolve_launch_script(input);
   ASSERT_FALSE(resolved.ok());

@@ -53,8 +53,10 @@ CommandResult shell(const std::string& command_line) {
 
 void Cluster::start() {
   dir_ = (fs::temp_directory_path() / ("attune-slurm-" + std::to_string(::getpid()))).string();
-  // Distinct ports per test process, so that two test binaries can run side by side.
-  port_ = 20000 + static_cast<int>(::getpid() % 4000) * 8;
+  // Distinct ports per test process, so that two test binaries can run side by side, and all
+  // below Linux's default range of ephemeral ports (32768-60999), which outgoing connections take
+  // at random. The script passes over a block that is in use.
+  port_ = 10000 + static_cast<int>(::getpid() % 2600) * 8;
   const CommandResult started =
       shell("bash " + script() + " start " + dir_ + " " + std::to_string(port_) + " 2>&1");
   if (started.exit_code != 0) {

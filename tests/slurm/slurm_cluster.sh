@@ -9,8 +9,11 @@
 #   slurm_cluster.sh kill-node DIR NODE    SIGKILLs that node's slurmd (a crashed node)
 #   slurm_cluster.sh start-node DIR NODE   starts that node's slurmd again
 #
-# Ports: PORT for slurmctld, PORT+1.. for the slurmds. Every daemon is started here, its PID kept
-# in DIR/pid.*, and stopped by that PID; nothing is looked up or killed by name.
+# Ports: PORT for slurmctld, PORT+1.. for the slurmds. PORT is a first choice: a block with a port
+# in use (any TCP socket, listening or not, per /proc/net/tcp*) is passed over for the next one, and
+# a start that still loses a port to another process (a daemon logs "Address already in use") is
+# retried on the next block, up to three times. Every daemon is started here, its PID kept in
+# DIR/pid.*, and stopped by that PID; nothing is looked up or killed by name.
 # Knobs: SLURM_CLUSTER_NODES (4), SLURM_CLUSTER_GPUS (8 per node), SLURM_CLUSTER_CPUS (4 per node).
 set -uo pipefail
 
@@ -128,7 +131,41 @@ cmd_stop() {
   stop_pid_file "$dir/pid.munged"
 }
 
+# True when a TCP socket of this machine (IPv4 or IPv6, in any state) holds the local port.
+port_in_use() {
+  local hex
+  hex=$(printf ':%04X ' "$1")
+  grep -q -F -- "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# The first block of nodes + 1 ports from $1 on (in steps of 8) that no socket holds.
+free_port_block() {
+  local port=$1 tries i busy
+  for ((tries = 0; tries < 64; tries++, port += 8)); do
+    busy=0
+    for ((i = 0; i <= nodes; i++)); do
+      port_in_use $((port + i)) && busy=1 && break
+    done
+    ((busy)) || { echo "$port"; return 0; }
+  done
+  return 1
+}
+
 cmd_start() {
+  local dir=$1 port=$2 attempt rc
+  for ((attempt = 1; attempt <= 3; attempt++)); do
+    port=$(free_port_block "$port") || { say "no free block of ports from $2 on"; return 1; }
+    start_once "$dir" "$port"
+    rc=$?
+    ((rc == 3)) || return "$rc"
+    say "a port of $port..$((port + nodes)) was taken by another process; trying the next block"
+    port=$((port + 8))
+  done
+  return 1
+}
+
+# 0: ready; 1: failed; 3: a daemon could not bind its port (the caller tries other ports).
+start_once() {
   local dir=$1 port=$2 i
   [[ -d $dir ]] && cmd_stop "$dir"
   rm -rf "$dir"
@@ -160,6 +197,10 @@ cmd_start() {
       alive "$(<"$file")" || deadline=0  # a daemon died: give up at once
     done
     if ((SECONDS >= deadline)); then
+      if grep -q -s "Address already in use" "$dir"/log/*.out; then
+        cmd_stop "$dir"
+        return 3
+      fi
       say "the cluster did not become ready"
       tail -n 5 "$dir"/log/*.out "$dir"/log/*.log >&2 2>/dev/null
       cmd_stop "$dir"

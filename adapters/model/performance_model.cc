@@ -74,6 +74,19 @@ constexpr double kSinkAttentionFactor = 0.84;
 // autograd runs it: the one-sided clamp's mask and select, 8; the two-sided clamp's two masks,
 // their conjunction and select, 14; the chunk's backward joins the halves' gradients, 8; 30.
 constexpr double kActivationClampBytes = 46.0;
+// Bytes per element of the routed experts' FC2 output (routed copies x hidden) that Megatron's
+// expert biases (--add-bias-linear with grouped GEMM, TEGroupedMLP._apply_bias) move when
+// Transformer Engine's fused grouped MLP does not take the bias: per local expert, the bias row
+// times each token's fp32 routing probability is added to the expert's rows, the pieces are
+// concatenated and cast back to bf16. Forward: the fp32 product, written, 4; the add (read bf16 and
+// fp32, write fp32), 10; the concatenation, 8; the cast, 6; 28. Backward: the cast's backward, 6;
+// the output gradient cast to bf16, 6; the bias's and the probabilities' gradients, each a product
+// (read, write) and a sum over the broadcast dimension (read), 12 each; 36.
+constexpr double kExpertBiasBytes = 64.0;
+// The host cost of one plain kernel launch (a product, an add) as a share of the model's eager
+// operation, which stands for a coarse piece of a layer that issues several kernels: one launch
+// costs 5-20 us (hardware [host] op_us notes), 12.5 us of B200's 50.
+constexpr double kSingleLaunchShareOfOp = 0.25;
 // Megatron applies RoPE unfused with --no-rope-fusion, and for any position embedding but "rope"
 // (validate_args turns the fusion off; Megatron Core's rope_utils.py also falls back when the
 // attention concentration mscale is not 1, as YaRN's is). Bytes per element of the queries and
@@ -521,6 +534,12 @@ void moe_parts(const Context& c, LayerParts& parts) {
   parts.experts.host_ops =
       (l.grouped_gemm ? 6 + expert_loop_ops : 4 * local_experts) + (c.fp8 ? 4 : 0);
   double act_bytes = local_experts * expert_tokens * f_e * (m.gated_linear_unit ? 6.0 : 4.0);
+  // Expert biases outside the fused grouped MLP: a product and an add per local expert (the splits
+  // are views), then the concatenation and the cast.
+  if (m.add_bias_linear && l.grouped_gemm && !fused) {
+    act_bytes += local_experts * expert_tokens * h * kExpertBiasBytes * kForwardShareOfPass;
+    parts.experts.host_ops += kSingleLaunchShareOfOp * (2 * local_experts + 2);
+  }
   if (c.fp8) act_bytes += local_experts * expert_tokens * kFp8CastBytes * (h + f_e);
   // Experts built from Transformer Engine's ops clamp inside TE's activation kernel.
   const bool megatron_clamps = m.activation_func_clamp_value > 0 && !l.te_op_fuser;

@@ -26,7 +26,7 @@ constexpr const char* kRule5Plan =
 // The rule a candidate the estimate puts inside its memory margin is proposed under.
 constexpr const char* kRule5MarginPlan =
     "rule 5: within the memory estimate's margin of the capacity; if it runs out of memory, a "
-    "retry with full recomputation follows";
+    "retry with recomputation follows";
 constexpr double kMemoryMarginMin = 0.03;  // pre-filter margin before any observation
 // The rule that launches a layout at its parent's full recomputation to relax it next.
 constexpr std::string_view kRelaxPlan = "rule 5 in reverse";
@@ -614,7 +614,7 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
       if (!p.valid) continue;
       if (fits(p, 0.0) && !fits(p, c.evidence.memory_margin)) {
         // Within the estimate's margin of the capacity: it may run, so it is launched as it is,
-        // and retried with full recomputation if it runs out of memory (rule 5).
+        // and retried with recomputation if it runs out of memory (rule 5).
         cand->needs_retry = true;
         cand->rule = kRule5MarginPlan;
       } else if (!fits(p, c.evidence.memory_margin)) {
@@ -858,6 +858,10 @@ struct FailureRetry {
   std::function<bool(const sim::Layout& failed, const sim::Layout& value)> accept;
   std::string why;
   bool avoid_hung_overlaps = false;  // a retry that would repeat a cured hang is ruled out
+  // Of the accepted values, the fastest the estimate fits within the campaign's memory margin
+  // (which a run that ran out of memory inside its estimate has widened to cover it); when none
+  // does, the one with the lowest estimated peak.
+  bool fastest_that_fits = false;
 };
 
 // In flight with no outcome yet (a run is charged after its outcome is recorded).
@@ -886,6 +890,10 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
   const Recipe failed = recipe_of(c.state, id, c.baseline);
   auto layout = sim::decode_layout(c.w, failed);
   if (!layout.ok()) return std::nullopt;
+  std::optional<Candidate> leanest;
+  double leanest_gib = 0;
+  std::optional<Candidate> fastest;
+  double fastest_tokens = 0;
   for (const sim::Layout& value : move_values(c.w, c.stack, layout.value(), retry.move)) {
     if (!retry.accept(layout.value(), value)) continue;
     const bool hangs = std::any_of(
@@ -903,9 +911,17 @@ std::optional<Candidate> retry_of_run(Context& c, const FailureRetry& retry, Run
     cand->expected_gain =
         leader_p.valid ? p.tokens_per_s_per_gpu / leader_p.tokens_per_s_per_gpu - 1 : 0;
     cand->rule = "run " + std::to_string(id) + " " + retry.why;
-    return cand;
+    if (!retry.fastest_that_fits) return cand;
+    if (fits(p, c.evidence.memory_margin) && p.tokens_per_s_per_gpu > fastest_tokens) {
+      fastest_tokens = p.tokens_per_s_per_gpu;
+      fastest = cand;
+    }
+    if (!leanest || p.peak_memory_gib < leanest_gib) {
+      leanest_gib = p.peak_memory_gib;
+      leanest = std::move(cand);
+    }
   }
-  return std::nullopt;
+  return fastest ? fastest : leanest;
 }
 
 // A retry of a failed search run, one at a time: while one is in flight the others wait for its
@@ -983,15 +999,18 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, double min
                           "hung; overlapping streams can deadlock, so it is retried with one "
                           "data-parallel overlap fewer before it is ruled out"};
   if (auto cand = retry_one(c, h, hang, leader_p, min_gain)) return cand;
+  // Rule 5's retry adds recomputation back: the fastest recomputation the estimate expects to fit,
+  // or the one that saves the most (full recomputation) when none is expected to.
   const FailureRetry oom{FailureClass::kOom,
                          "recompute",
                          "recompute",
                          [](const sim::Layout& failed, const sim::Layout& value) {
                            return failed.recompute != sim::RecomputeGranularity::kFull &&
-                                  value.recompute == sim::RecomputeGranularity::kFull;
+                                  value.recompute != sim::RecomputeGranularity::kNone;
                          },
-                         "ran out of memory; rule 5: retried with full recomputation before it "
-                         "is ruled out",
+                         "ran out of memory; rule 5: retried with recomputation (the fastest "
+                         "expected to fit, else full) before it is ruled out",
+                         true,
                          true};
   if (auto cand = retry_one(c, h, oom, leader_p, min_gain)) return cand;
   return follow_plans(c, leader_p, min_gain);

@@ -21,7 +21,8 @@
 //      (the stop record names these levers); the topology only after TP, PP, EP (MoE models), CP
 //      and DP were each probed;
 //   5. a new layout starts without memory savings beyond the parent's, and a layout that runs
-//      out of memory is retried with full recomputation before it is ruled out;
+//      out of memory is retried with recomputation before it is ruled out: the fastest the
+//      estimate expects to fit with room to spare, else full recomputation;
 //   6. once the layout stops changing, levers that won on earlier layouts are re-tested on the
 //      leader.
 // A stop records the leader, the levers tested and the last diagnosis.

@@ -1,12 +1,14 @@
 // The expert tuner's retry rules, driven through a campaign state folded from hand-made events:
-// a layout that ran out of memory is retried with full recomputation before it is ruled out
-// (rule 5), and a run that hung is retried with one data-parallel overlap fewer.
+// a layout that ran out of memory is retried with recomputation before it is ruled out (rule 5):
+// the fastest the estimate expects to fit with room to spare, else full recomputation; and a run
+// that hung is retried with one data-parallel overlap fewer.
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "adapters/model/layout.h"
 #include "adapters/model/presets.h"
+#include "adapters/model/stack_profile.h"
 #include "adapters/tuner/expert_tuner.h"
 #include "adapters/world/sim_job.h"
 #include "core/campaign_file.h"
@@ -15,6 +17,12 @@
 
 namespace attune {
 namespace {
+
+// Rule 5's retry of a run that ran out of memory: its layout and the tuner's estimate of it.
+struct Rule5Retry {
+  sim::Layout layout;
+  sim::Prediction prediction;
+};
 
 class ExpertTunerRules : public ::testing::Test {
  protected:
@@ -75,6 +83,29 @@ class ExpertTunerRules : public ::testing::Test {
     return tuner.next(TunerView{state_, baseline_, 0});
   }
 
+  // The tuner's next proposal, which must be rule 5's retry of run 6, decoded and estimated on
+  // the stack the tuner estimates on.
+  Rule5Retry retried_after_oom() {
+    Rule5Retry out;
+    TunerAnswer answer = ask();
+    auto* proposal = std::get_if<TunerProposal>(&answer);
+    EXPECT_NE(proposal, nullptr);
+    if (proposal == nullptr) return out;
+    EXPECT_EQ(proposal->parent_run_id, 6u);
+    EXPECT_NE(proposal->hypothesis.mechanism.find("rule 5"), std::string::npos)
+        << proposal->hypothesis.mechanism;
+    EXPECT_FALSE(proposal->hypothesis.bottleneck.empty());
+    auto layout = sim::decode_layout(workload_, proposal->recipe);
+    EXPECT_TRUE(layout.ok());
+    if (layout.ok()) out.layout = layout.value();
+    out.prediction = estimate(proposal->recipe);
+    return out;
+  }
+
+  sim::Prediction estimate(const Recipe& recipe) const {
+    return sim::predict_on_stack(workload_, recipe, sim::StackProfile{});
+  }
+
   sim::Workload workload_;
   Policy policy_;
   Recipe baseline_;
@@ -82,7 +113,10 @@ class ExpertTunerRules : public ::testing::Test {
   std::uint64_t sequence_ = 0;
 };
 
-TEST_F(ExpertTunerRules, AnOutOfMemoryLayoutIsRetriedWithFullRecomputationFirst) {
+// GLM-4.5 at TP1 PP16 EP8 with the baseline's attention recomputation: the estimate puts it inside
+// the GPU, yet it ran out of memory. A selective recomputation is expected to leave the room the
+// failure asks for at a fraction of full recomputation's cost, so the retry takes the fastest one.
+TEST_F(ExpertTunerRules, AnOutOfMemoryLayoutIsRetriedWithTheFastestRecomputationExpectedToFit) {
   const Recipe tp1 = with_layout([](sim::Layout& l) {
     l.tp = 1;
     l.pp = 16;
@@ -92,18 +126,46 @@ TEST_F(ExpertTunerRules, AnOutOfMemoryLayoutIsRetriedWithFullRecomputationFirst)
     l.last_stage_layers = 2;
   });
   failed_search_run(tp1, FailureClass::kOom);
-  TunerAnswer answer = ask();
-  auto* proposal = std::get_if<TunerProposal>(&answer);
-  ASSERT_NE(proposal, nullptr);
-  EXPECT_EQ(proposal->parent_run_id, 6u);
-  auto retried = sim::decode_layout(workload_, proposal->recipe);
-  ASSERT_TRUE(retried.ok());
-  EXPECT_EQ(retried->recompute, sim::RecomputeGranularity::kFull);
-  EXPECT_EQ(retried->tp, 1);
-  EXPECT_EQ(retried->pp, 16);
-  EXPECT_NE(proposal->hypothesis.mechanism.find("rule 5"), std::string::npos)
-      << proposal->hypothesis.mechanism;
-  EXPECT_FALSE(proposal->hypothesis.bottleneck.empty());
+  const Rule5Retry retry = retried_after_oom();
+  EXPECT_NE(retry.layout.recompute, sim::RecomputeGranularity::kNone);
+  EXPECT_NE(retry.layout.recompute, sim::RecomputeGranularity::kFull);
+  EXPECT_EQ(retry.layout.tp, 1);
+  EXPECT_EQ(retry.layout.pp, 16);
+  // The run showed the estimate short by at least the room it left; the retry must leave that
+  // room and 2% more (the campaign's margin after the failure).
+  const sim::Prediction failed = estimate(tp1);
+  ASSERT_TRUE(failed.fits_in_memory);
+  const double margin = failed.memory_capacity_gib / failed.peak_memory_gib - 1 + 0.02;
+  EXPECT_LE(retry.prediction.peak_memory_gib * (1 + margin), retry.prediction.memory_capacity_gib);
+  const Recipe full = with_layout([](sim::Layout& l) {
+    l.tp = 1;
+    l.pp = 16;
+    l.ep = 8;
+    l.sequence_parallel = false;
+    l.first_stage_layers = 6;
+    l.last_stage_layers = 2;
+    l.recompute = sim::RecomputeGranularity::kFull;
+    l.recompute_method = sim::RecomputeMethod::kUniform;
+    l.recompute_num_layers = 1;
+  });
+  EXPECT_GT(retry.prediction.tokens_per_s_per_gpu, estimate(full).tokens_per_s_per_gpu);
+}
+
+// GLM-4.5 at TP1 PP4 EP8: no selective recomputation brings the estimate under the GPU's memory,
+// so the retry recomputes fully.
+TEST_F(ExpertTunerRules, WhereNoLighterRecomputationIsExpectedToFitTheRetryRecomputesFully) {
+  const Recipe tp1 = with_layout([](sim::Layout& l) {
+    l.tp = 1;
+    l.pp = 4;
+    l.ep = 8;
+    l.sequence_parallel = false;
+    l.first_stage_layers = 24;
+    l.last_stage_layers = 20;
+  });
+  failed_search_run(tp1, FailureClass::kOom);
+  const Rule5Retry retry = retried_after_oom();
+  EXPECT_EQ(retry.layout.recompute, sim::RecomputeGranularity::kFull);
+  EXPECT_EQ(retry.layout.pp, 4);
 }
 
 TEST_F(ExpertTunerRules, AHungRunIsRetriedWithOneDataParallelOverlapFewer) {

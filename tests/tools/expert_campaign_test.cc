@@ -605,6 +605,57 @@ TEST_F(ExpertCampaign, ALeverInsideTheMemoryMarginIsTriedWithRuleFiveBehindIt) {
   EXPECT_NE(shipped.find("--moe-token-dispatcher-type flex"), std::string::npos) << shipped;
 }
 
+// At MiniMax-M2's reality seed 27 the flex dispatcher, proposed inside the estimate's memory
+// margin, runs out of memory on the world's cluster. Rule 5 then retries it with recomputation
+// rather than ruling it out: the retry recomputes, runs, and takes the lead.
+TEST_F(ExpertCampaign, ALeverInsideTheMarginThatRunsOutOfMemoryIsRetriedWithRecomputation) {
+  const std::string file = copy_of("minimax-m2-b200x64", true);
+  rewrite(file, file, "reality = 0", "reality = 27");
+  std::vector<nlohmann::json> events;
+  ASSERT_FALSE(run_example(file, events).is_null());
+  std::map<std::int64_t, std::int64_t> run_of_proposal;
+  for (const auto& e : of_type(events, "LaunchAdmitted")) {
+    run_of_proposal[e["body"]["proposal_id"].get<std::int64_t>()] =
+        e["body"]["run_id"].get<std::int64_t>();
+  }
+  std::set<std::int64_t> out_of_memory;
+  for (const auto& e : of_type(events, "RunFailed")) {
+    if (e["body"]["failure_class"] == "oom") {
+      out_of_memory.insert(e["body"]["run_id"].get<std::int64_t>());
+    }
+  }
+  std::set<std::int64_t> in_margin_oom;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    const auto run = run_of_proposal.find(e["body"]["proposal_id"].get<std::int64_t>());
+    if (mechanism.find("rule 5: within the memory estimate's margin") != std::string::npos &&
+        run != run_of_proposal.end() && out_of_memory.contains(run->second)) {
+      in_margin_oom.insert(run->second);
+    }
+  }
+  ASSERT_FALSE(in_margin_oom.empty()) << "the premise: an in-margin lever ran out of memory";
+  std::set<std::int64_t> measured;
+  for (const auto& e : of_type(events, "RunMeasured")) {
+    measured.insert(e["body"]["run_id"].get<std::int64_t>());
+  }
+  int retries = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    if (!in_margin_oom.contains(e["body"]["parent_run_id"].get<std::int64_t>())) continue;
+    ++retries;
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    EXPECT_NE(mechanism.find("rule 5: retried with recomputation"), std::string::npos) << mechanism;
+    bool recomputes = false;
+    for (const auto& change : e["body"]["diff"]) {
+      recomputes |= change["name"] == "--recompute-granularity";
+    }
+    EXPECT_TRUE(recomputes) << e.dump();
+    const auto run = run_of_proposal.find(e["body"]["proposal_id"].get<std::int64_t>());
+    ASSERT_NE(run, run_of_proposal.end());
+    EXPECT_TRUE(measured.contains(run->second)) << "the retry ran";
+  }
+  EXPECT_EQ(retries, 1);
+}
+
 // GLM-4.5 freezes one row per microbatch: no proposal changes it.
 TEST_F(ExpertCampaign, RowsPerMicrobatchStayWhereThePolicyFreezesThem) {
   std::vector<nlohmann::json> events;

@@ -19,10 +19,10 @@
 namespace attune {
 namespace {
 
-// The rule a candidate launched as it is, to be retried with full recomputation, is proposed under.
+// The rule a candidate launched as it is, to be retried with recomputation, is proposed under.
 constexpr const char* kRule5Plan =
-    "rule 5: expected out of memory at the parent's recomputation; a retry with full "
-    "recomputation follows";
+    "rule 5: expected out of memory at the parent's recomputation; a retry with recomputation "
+    "follows";
 // The rule a candidate the estimate puts inside its memory margin is proposed under.
 constexpr const char* kRule5MarginPlan =
     "rule 5: within the memory estimate's margin of the capacity; if it runs out of memory, a "
@@ -594,7 +594,7 @@ double confidence_of(const Context& c, const CatalogLever* lever, const std::str
 // Candidates of every non-layout move of the catalog from `parent` (decoded as `parent_layout`,
 // predicted at `base` tokens/s/GPU), appended to `out`. A microbatch size that only fits with full
 // recomputation (`with_full`: the parent at full recomputation) is launched as it is, expected
-// to run out of memory, then retried with it (rule 5).
+// to run out of memory, then retried with recomputation (rule 5).
 void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
                      const sim::Layout& parent_layout, const sim::Layout& with_full, double base,
                      std::vector<Candidate>& out) {
@@ -619,7 +619,8 @@ void move_candidates(Context& c, const Recipe& parent_recipe, RunId parent,
         cand->rule = kRule5MarginPlan;
       } else if (!fits(p, c.evidence.memory_margin)) {
         // More rows per microbatch cost memory only: one that fits with full recomputation is
-        // launched as it is, expected to run out of memory, then retried with it (rule 5).
+        // launched as it is, expected to run out of memory, then retried with recomputation
+        // (rule 5).
         if (move != "micro-batch") continue;
         sim::Layout saved_value = value;
         copy_move_fields(saved_value, with_full, "recompute");

@@ -113,18 +113,24 @@ class ExpertTunerRules : public ::testing::Test {
   std::uint64_t sequence_ = 0;
 };
 
+// GLM-4.5's layout at TP1 without sequence parallelism, EP8, over `pp` stages with `first` and
+// `last` layers in the end stages.
+std::function<void(sim::Layout&)> tp1_ep8(int pp, int first, int last) {
+  return [=](sim::Layout& l) {
+    l.tp = 1;
+    l.pp = pp;
+    l.ep = 8;
+    l.sequence_parallel = false;
+    l.first_stage_layers = first;
+    l.last_stage_layers = last;
+  };
+}
+
 // GLM-4.5 at TP1 PP16 EP8 with the baseline's attention recomputation: the estimate puts it inside
 // the GPU, yet it ran out of memory. A selective recomputation is expected to leave the room the
 // failure asks for at a fraction of full recomputation's cost, so the retry takes the fastest one.
 TEST_F(ExpertTunerRules, AnOutOfMemoryLayoutIsRetriedWithTheFastestRecomputationExpectedToFit) {
-  const Recipe tp1 = with_layout([](sim::Layout& l) {
-    l.tp = 1;
-    l.pp = 16;
-    l.ep = 8;
-    l.sequence_parallel = false;
-    l.first_stage_layers = 6;
-    l.last_stage_layers = 2;
-  });
+  const Recipe tp1 = with_layout(tp1_ep8(16, 6, 2));
   failed_search_run(tp1, FailureClass::kOom);
   const Rule5Retry retry = retried_after_oom();
   EXPECT_NE(retry.layout.recompute, sim::RecomputeGranularity::kNone);
@@ -138,12 +144,7 @@ TEST_F(ExpertTunerRules, AnOutOfMemoryLayoutIsRetriedWithTheFastestRecomputation
   const double margin = failed.memory_capacity_gib / failed.peak_memory_gib - 1 + 0.02;
   EXPECT_LE(retry.prediction.peak_memory_gib * (1 + margin), retry.prediction.memory_capacity_gib);
   const Recipe full = with_layout([](sim::Layout& l) {
-    l.tp = 1;
-    l.pp = 16;
-    l.ep = 8;
-    l.sequence_parallel = false;
-    l.first_stage_layers = 6;
-    l.last_stage_layers = 2;
+    tp1_ep8(16, 6, 2)(l);
     l.recompute = sim::RecomputeGranularity::kFull;
     l.recompute_method = sim::RecomputeMethod::kUniform;
     l.recompute_num_layers = 1;
@@ -154,14 +155,7 @@ TEST_F(ExpertTunerRules, AnOutOfMemoryLayoutIsRetriedWithTheFastestRecomputation
 // GLM-4.5 at TP1 PP4 EP8: no selective recomputation brings the estimate under the GPU's memory,
 // so the retry recomputes fully.
 TEST_F(ExpertTunerRules, WhereNoLighterRecomputationIsExpectedToFitTheRetryRecomputesFully) {
-  const Recipe tp1 = with_layout([](sim::Layout& l) {
-    l.tp = 1;
-    l.pp = 4;
-    l.ep = 8;
-    l.sequence_parallel = false;
-    l.first_stage_layers = 24;
-    l.last_stage_layers = 20;
-  });
+  const Recipe tp1 = with_layout(tp1_ep8(4, 24, 20));
   failed_search_run(tp1, FailureClass::kOom);
   const Rule5Retry retry = retried_after_oom();
   EXPECT_EQ(retry.layout.recompute, sim::RecomputeGranularity::kFull);

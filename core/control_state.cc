@@ -163,36 +163,36 @@ CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uin
   }
   CalibrationPlan plan;
   if (first.size() < runs || first.empty()) return plan;
-  const auto named = [&first](std::optional<RunId> instead_of, std::optional<RunId> in_place) {
+  const std::vector<CalibrationOutlier> outliers =
+      flagged_calibration_runs(first, floor_fraction, k);
+  const auto named = [&first, &outliers](bool leave_out, const std::vector<RunId>& in_place) {
     std::vector<RunId> ids;
     for (const CalibrationSample& sample : first) {
-      if (sample.run_id != instead_of) ids.push_back(sample.run_id);
+      const bool outlier = std::any_of(outliers.begin(), outliers.end(),
+                                       [&](const auto& o) { return o.run_id == sample.run_id; });
+      if (!(leave_out && outlier)) ids.push_back(sample.run_id);
     }
-    if (in_place) ids.push_back(*in_place);
+    ids.insert(ids.end(), in_place.begin(), in_place.end());
     return ids;
   };
-  const std::optional<CalibrationOutlier> outlier =
-      flagged_calibration_run(first, floor_fraction, k);
-  if (!outlier) {
-    plan.band_run_ids = named(std::nullopt, std::nullopt);
+  if (outliers.empty()) {
+    plan.band_run_ids = named(false, {});
     return plan;
   }
   const RunId last = first.back().run_id;
-  bool launched = false;
+  std::uint32_t launched = 0;
   bool waiting = false;
+  std::vector<RunId> measured;
   for (const CalibrationEntry& entry : entries) {
     if (entry.run_id <= last) continue;
-    launched = true;
-    if (entry.tokens_per_s_per_gpu) {
-      plan.band_run_ids = named(outlier->run_id, entry.run_id);
-      return plan;
-    }
+    ++launched;
+    if (entry.tokens_per_s_per_gpu) measured.push_back(entry.run_id);
     waiting = waiting || !entry.finished;
   }
-  if (!launched) {
-    plan.rerun_wanted = true;
+  if (launched < outliers.size()) {
+    plan.reruns_wanted = static_cast<std::uint32_t>(outliers.size()) - launched;
   } else if (!waiting) {
-    plan.band_run_ids = named(std::nullopt, std::nullopt);
+    plan.band_run_ids = measured.empty() ? named(false, {}) : named(true, measured);
   }
   return plan;
 }

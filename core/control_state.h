@@ -111,12 +111,13 @@ struct CalibrationEntry {
 };
 
 // What the band waits for. It is set from the first `runs` calibration runs measured (by run id).
-// Where one of them alone more than halves their band (a run on a slow node: leaving it out gives
-// less than half the band), the baseline runs once more on other nodes, and the band is set from
-// the others and that run; if that run fails, from all of them, as before.
+// Where a minority of them more than halves their band (runs on slow nodes: leaving them out gives
+// less than half the band; the fewest such runs, flagged_calibration_runs), the baseline runs once
+// more on other nodes for each, and the band is set from the others and those runs that measured;
+// if none did, from all of them, as before.
 struct CalibrationPlan {
   std::vector<RunId> band_run_ids;  // empty until the band can be set
-  bool rerun_wanted = false;        // launch the one run in the outlier's place
+  std::uint32_t reruns_wanted = 0;  // runs still to launch in the outliers' places
 };
 CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uint32_t runs,
                                  double floor_fraction, double k);

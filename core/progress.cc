@@ -138,6 +138,12 @@ std::string calibration_outlier_line(const ControlState& state) {
                            format_percent(std::abs(value / outlier->others_mean - 1.0), 1) +
                            (value < outlier->others_mean ? " below" : " above") +
                            " the others' mean" + (nodes.empty() ? "" : " (nodes " + nodes + ")");
+  if (outlier->left_out && outlier->left_out_run_ids.size() > 1) {
+    return said + ": slow nodes? The baseline ran once more on other nodes for each of " +
+           left_out_runs_text(*outlier) + ", and the band, " +
+           format_percent(outlier->band_without_fraction, 2) +
+           ", and the baseline's mean leave them out";
+  }
   if (outlier->left_out) {
     return said + ": a slow node? The baseline ran once more on other nodes, and the band, " +
            format_percent(outlier->band_without_fraction, 2) +

@@ -81,10 +81,9 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   }
   const std::uint32_t measured = calibration_runs_measured(state);
   const std::uint32_t in_flight = calibration_runs_in_flight(state);
-  const bool rerun =
-      in_flight == 0 && plan_calibration(calibration_entries(state), settings.calibration_runs,
-                                         settings.band_floor_fraction, settings.band_k)
-                            .rerun_wanted;
+  const bool rerun = plan_calibration(calibration_entries(state), settings.calibration_runs,
+                                      settings.band_floor_fraction, settings.band_k)
+                         .reruns_wanted > 0;
   if (measured + in_flight >= settings.calibration_runs && !rerun) return std::nullopt;
   if (std::optional<Reaction> stop = stop_on_repeated_failure(state, measured)) return stop;
   if (!rerun && launched >= settings.calibration_runs * kCalibrationLaunchesPerRunMax) {

@@ -1,6 +1,7 @@
 #include "projections/baseline_band.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <type_traits>
 
@@ -107,12 +108,70 @@ std::optional<CalibrationOutlier> flagged_calibration_run(
     const double without = band_fraction_of(floor_fraction, k, relative_std_dev(others));
     if (without < narrowest) {
       narrowest = without;
-      outlier = CalibrationOutlier{samples[left_out].run_id, samples[left_out].tokens_per_s_per_gpu,
-                                   mean_of(others), without};
+      outlier = CalibrationOutlier{samples[left_out].run_id,
+                                   samples[left_out].tokens_per_s_per_gpu,
+                                   mean_of(others),
+                                   without,
+                                   false,
+                                   {}};
     }
   }
   if (!outlier || narrowest * 2 > band) return std::nullopt;
   return outlier;
+}
+
+std::vector<CalibrationOutlier> flagged_calibration_runs(std::span<const CalibrationSample> samples,
+                                                         double floor_fraction, double k) {
+  if (const std::optional<CalibrationOutlier> one =
+          flagged_calibration_run(samples, floor_fraction, k)) {
+    return {*one};
+  }
+  const std::size_t n = samples.size();
+  if (n < kOutlierCalibrationRunsMin) return {};
+  std::vector<double> all;
+  for (const CalibrationSample& sample : samples) all.push_back(sample.tokens_per_s_per_gpu);
+  const double band = band_fraction_of(floor_fraction, k, relative_std_dev(all));
+  for (std::size_t size = 2; 2 * size < n; ++size) {
+    // Every set of `size` runs, as a mask over the samples (n is a handful).
+    std::optional<std::uint64_t> best;
+    double narrowest = band;
+    for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
+      if (static_cast<std::size_t>(std::popcount(mask)) != size) continue;
+      std::vector<double> others;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(mask >> i & 1U)) others.push_back(all[i]);
+      }
+      const double without = band_fraction_of(floor_fraction, k, relative_std_dev(others));
+      if (without < narrowest) {
+        narrowest = without;
+        best = mask;
+      }
+    }
+    if (!best || narrowest * 2 > band) continue;
+    std::vector<double> others;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!(*best >> i & 1U)) others.push_back(all[i]);
+    }
+    std::vector<CalibrationOutlier> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (*best >> i & 1U) {
+        out.push_back({samples[i].run_id, all[i], mean_of(others), narrowest, false, {}});
+      }
+    }
+    return out;
+  }
+  return {};
+}
+
+std::string left_out_runs_text(const CalibrationOutlier& outlier) {
+  const std::vector<RunId>& ids = outlier.left_out_run_ids;
+  if (ids.size() <= 1) return "calibration run " + std::to_string(outlier.run_id);
+  std::string out = "calibration runs ";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += i + 1 == ids.size() ? " and " : ", ";
+    out += std::to_string(ids[i]);
+  }
+  return out;
 }
 
 std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band) {
@@ -129,8 +188,12 @@ std::optional<CalibrationOutlier> calibration_outlier(const BaselineBand& band) 
         band.left_out_run_ids.end()) {
       continue;
     }
-    return CalibrationOutlier{sample.run_id, sample.tokens_per_s_per_gpu,
-                              band.mean_tokens_per_s_per_gpu, band.band_fraction, true};
+    return CalibrationOutlier{sample.run_id,
+                              sample.tokens_per_s_per_gpu,
+                              band.mean_tokens_per_s_per_gpu,
+                              band.band_fraction,
+                              true,
+                              band.left_out_run_ids};
   }
   return flagged_calibration_run(named, band.band_floor_fraction, band.band_k);
 }

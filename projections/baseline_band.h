@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "events/event.h"
@@ -65,15 +66,25 @@ double band_fraction_of(double floor_fraction, double k, double rsd_fraction);
 struct CalibrationOutlier {
   RunId run_id = 0;
   double tokens_per_s_per_gpu = 0.0;
-  double others_mean = 0.0;            // the other calibration runs' mean
-  double band_without_fraction = 0.0;  // the band the other runs give
-  bool left_out = false;               // the band was set without it (from a run in its place)
+  double others_mean = 0.0;             // the other calibration runs' mean
+  double band_without_fraction = 0.0;   // the band the other runs give
+  bool left_out = false;                // the band was set without it (from a run in its place)
+  std::vector<RunId> left_out_run_ids;  // every run the band left out, this one first
 };
 
 // Among `samples`, the run whose absence narrows the band max(floor, k * rsd) most, where that
 // more than halves it and at least four runs were measured; none otherwise.
 std::optional<CalibrationOutlier> flagged_calibration_run(
     std::span<const CalibrationSample> samples, double floor_fraction, double k);
+
+// Among `samples`, the fewest runs, a minority, whose absence more than halves the band (runs on
+// slow nodes): a single run as flagged_calibration_run finds it, else the pair, and so on, each
+// size taking the set that narrows the band most; empty where no minority does.
+std::vector<CalibrationOutlier> flagged_calibration_runs(std::span<const CalibrationSample> samples,
+                                                         double floor_fraction, double k);
+
+// The runs the band left out, for a sentence: "calibration run 3", "calibration runs 3 and 5".
+std::string left_out_runs_text(const CalibrationOutlier& outlier);
 
 // For a set band: the calibration run it left out, or else the run among those it names that
 // alone sets most of it (flagged_calibration_run); none before the band is set.

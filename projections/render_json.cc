@@ -189,7 +189,8 @@ json outlier_json(const BaselineBand& band) {
           {"tokens_per_s_per_gpu", outlier->tokens_per_s_per_gpu},
           {"others_mean_tokens_per_s_per_gpu", outlier->others_mean},
           {"band_without_fraction", outlier->band_without_fraction},
-          {"left_out", outlier->left_out}};
+          {"left_out", outlier->left_out},
+          {"left_out_run_ids", outlier->left_out_run_ids}};
 }
 
 json to_json(const BaselineBand& band) {

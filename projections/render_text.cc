@@ -169,12 +169,15 @@ std::string render_status_text(const CampaignView& view) {
   if (const auto outlier = calibration_outlier(view.baseline_band)) {
     const std::string run = "calibration run " + std::to_string(outlier->run_id) + " (" +
                             throughput_text(outlier->tokens_per_s_per_gpu) + " tokens/s/GPU)";
-    out +=
-        line("outlier", outlier->left_out
-                            ? run + " left out of the band: a run on other nodes replaced it"
-                            : run + " alone widens the band: " +
-                                  format_percent(outlier->band_without_fraction, kPercentDecimals) +
-                                  " without it");
+    const bool several = outlier->left_out_run_ids.size() > 1;
+    out += line("outlier",
+                !outlier->left_out
+                    ? run + " alone widens the band: " +
+                          format_percent(outlier->band_without_fraction, kPercentDecimals) +
+                          " without it"
+                : several ? left_out_runs_text(*outlier) +
+                                " left out of the band: runs on other nodes replaced them"
+                          : run + " left out of the band: a run on other nodes replaced it");
   }
   out += line("leader", leader_line(view.leader));
   out += line("budget", budget_line(view.budget));

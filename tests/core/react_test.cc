@@ -125,15 +125,20 @@ TEST(React, CalibrationRunsTheBaselineOnNodesNoEarlierCalibrationRunUsed) {
 }
 
 // The five calibration runs of a campaign, the third on a slow node (each on nodes of its own).
-Campaign with_a_slow_calibration_run() {
-  Campaign campaign(CampaignSetup{.calibration_runs = 5, .concurrency = 1});
-  const std::vector<double> throughputs = {5630.0, 5640.0, 4830.0, 5540.0, 5660.0};
+// Five calibration runs measured at `throughputs`, run i on nodes n(2i+1) and n(2i+2).
+Campaign with_calibration_runs(const std::vector<double>& throughputs,
+                               std::uint32_t concurrency = 1) {
+  Campaign campaign(CampaignSetup{.calibration_runs = 5, .concurrency = concurrency});
   for (std::size_t i = 0; i < throughputs.size(); ++i) {
     const RunId run = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
     campaign.run_for(run, 0.5, Campaign::measured(throughputs[i]),
                      {"n" + std::to_string(2 * i + 1), "n" + std::to_string(2 * i + 2)});
   }
   return campaign;
+}
+
+Campaign with_a_slow_calibration_run() {
+  return with_calibration_runs({5630.0, 5640.0, 4830.0, 5540.0, 5660.0});
 }
 
 const BandSet* band_set_in(const std::vector<Envelope>& news) {
@@ -191,6 +196,37 @@ TEST(React, WhereTheRunInTheSlowRunsPlaceFailsTheBandKeepsAllFive) {
   EXPECT_EQ(band->calibration_run_ids, (std::vector<RunId>{1, 2, 3, 4, 5}));
   EXPECT_NEAR(band->band_fraction, 0.195, 0.001);
   EXPECT_EQ(phase_of(campaign.state()), Phase::kSearching);
+}
+
+// Two slow runs among five: neither alone halves the band (leaving one out still keeps the other),
+// both together do. Each runs once more on unused nodes, side by side, and the band leaves both
+// out.
+TEST(React, TwoCalibrationRunsOnSlowNodesAreEachRunOnceMoreAndLeftOut) {
+  Campaign campaign = with_calibration_runs({5630.0, 5640.0, 4830.0, 5540.0, 4790.0}, 2);
+  Reactions reactions(campaign);
+  EXPECT_EQ(band_set_in(campaign.news()), nullptr);
+  const std::optional<ProposeLaunch> first = next_command<ProposeLaunch>(reactions.after_news());
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->exclude_nodes.size(), 10u);
+  const RunId sixth = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
+  ASSERT_TRUE(next_command<ProposeLaunch>(reactions.after_news())) << "the second, beside it";
+  const RunId seventh = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
+  EXPECT_FALSE(next_command<ProposeLaunch>(reactions.after_news())) << "one run for each";
+  campaign.run_for(sixth, 0.5, Campaign::measured(5600.0), {"n11", "n12"});
+  EXPECT_EQ(band_set_in(campaign.news()), nullptr) << "the band waits for both";
+  campaign.run_for(seventh, 0.5, Campaign::measured(5610.0), {"n13", "n14"});
+
+  const BandSet* band = band_set_in(campaign.news());
+  ASSERT_NE(band, nullptr);
+  EXPECT_EQ(band->calibration_run_ids, (std::vector<RunId>{1, 2, 4, sixth, seventh}));
+  EXPECT_DOUBLE_EQ(band->band_fraction, 0.03);
+  const auto outlier = calibration_outlier(campaign.state().view.baseline_band);
+  ASSERT_TRUE(outlier);
+  EXPECT_TRUE(outlier->left_out);
+  EXPECT_EQ(outlier->left_out_run_ids, (std::vector<RunId>{3, 5}));
+  EXPECT_EQ(left_out_runs_text(*outlier), "calibration runs 3 and 5");
+  EXPECT_EQ(slow_node_suspects(campaign.state()),
+            (std::vector<std::string>{"n10", "n5", "n6", "n9"}));
 }
 
 TEST(React, CalibrationFillsTheLaunchSlotsAndNoMore) {

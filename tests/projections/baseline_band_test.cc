@@ -204,5 +204,36 @@ TEST(BaselineBand, NoRunIsAnOutlierWhereNoneAloneSetsTheBand) {
   EXPECT_FALSE(calibration_outlier(late));
 }
 
+// The fewest runs, a minority, whose absence more than halves the band: one where one does, else
+// two of five, never half of them.
+TEST(BaselineBand, TheFewestRunsThatSetTheBandAreFlaggedTogether) {
+  const auto samples = [](const std::vector<double>& values) {
+    std::vector<CalibrationSample> out;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out.push_back({static_cast<RunId>(i + 1), values[i]});
+    }
+    return out;
+  };
+  const auto ids = [](const std::vector<CalibrationOutlier>& outliers) {
+    std::vector<RunId> out;
+    for (const CalibrationOutlier& o : outliers) out.push_back(o.run_id);
+    return out;
+  };
+  const auto one = samples({5630.0, 5640.0, 4830.0, 5540.0, 5660.0});
+  EXPECT_EQ(ids(flagged_calibration_runs(one, 0.03, 3.0)), (std::vector<RunId>{3}));
+  const auto two = samples({5630.0, 5640.0, 4830.0, 5540.0, 4790.0});
+  EXPECT_FALSE(flagged_calibration_run(two, 0.03, 3.0)) << "neither alone halves it";
+  const std::vector<CalibrationOutlier> both = flagged_calibration_runs(two, 0.03, 3.0);
+  EXPECT_EQ(ids(both), (std::vector<RunId>{3, 5}));
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_DOUBLE_EQ(both[0].others_mean, (5630.0 + 5640.0 + 5540.0) / 3);
+  EXPECT_DOUBLE_EQ(both[0].band_without_fraction, 0.03);
+  // Two of four is half, not a minority; an even spread has none.
+  EXPECT_TRUE(
+      flagged_calibration_runs(samples({5630.0, 4830.0, 5540.0, 4790.0}), 0.03, 3.0).empty());
+  EXPECT_TRUE(
+      flagged_calibration_runs(samples({1000.0, 1040.0, 960.0, 1020.0, 980.0}), 0.03, 3.0).empty());
+}
+
 }  // namespace
 }  // namespace attune

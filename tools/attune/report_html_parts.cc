@@ -13,6 +13,10 @@ namespace attune::cli {
 std::string left_out_note(const ReportData& d) {
   const std::optional<CalibrationOutlier> outlier = calibration_outlier(d.view.baseline_band);
   if (!outlier || !outlier->left_out) return "";
+  if (outlier->left_out_run_ids.size() > 1) {
+    return " (" + left_out_runs_text(*outlier) +
+           " left out: slow nodes? Runs on other nodes replaced them)";
+  }
   return " (calibration run " + std::to_string(outlier->run_id) +
          " left out: a slow node? A run on other nodes replaced it)";
 }

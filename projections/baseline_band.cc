@@ -11,6 +11,8 @@ namespace {
 
 // Leaving one calibration run out needs at least three others to measure a spread.
 constexpr std::size_t kOutlierCalibrationRunsMin = 4;
+// Sets of outliers are searched over every subset of the runs: up to this many runs (2^16 sets).
+constexpr std::size_t kOutlierSetRunsMax = 16;
 
 void refresh_live_figures(BaselineBand& state) {
   std::vector<double> values;
@@ -127,7 +129,7 @@ std::vector<CalibrationOutlier> flagged_calibration_runs(std::span<const Calibra
     return {*one};
   }
   const std::size_t n = samples.size();
-  if (n < kOutlierCalibrationRunsMin) return {};
+  if (n < kOutlierCalibrationRunsMin || n > kOutlierSetRunsMax) return {};
   std::vector<double> all;
   for (const CalibrationSample& sample : samples) all.push_back(sample.tokens_per_s_per_gpu);
   const double band = band_fraction_of(floor_fraction, k, relative_std_dev(all));

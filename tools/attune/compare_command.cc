@@ -5,7 +5,8 @@
 // every shipped recipe and the oracle's best recipes (attune sim sweep, filtered by the policy),
 // twice each, in the same simulated world. As in the paper's Appendix D, a repeat that produced no
 // measurement is run again, a repeat whose lowest GPU draws under 93% of its median GPU's power
-// (a slow node: the paper's power flag) is run once more and that run stands for it, and a recipe
+// (a slow node: the paper's power flag) is run once more, away from its nodes, and that run stands
+// for it, and a recipe
 // whose two repeats differ by more than the band gets a third; its value is then the median of
 // the three, else the mean of its repeats. Arms are
 // compared with the mean rule and exact one-sided permutation p-values, unrestricted and
@@ -145,12 +146,25 @@ CampaignResult summarise(const ControlState& state, std::uint64_t seed) {
   return r;
 }
 
-// tokens/s/GPU of one run of `recipe` in `world` over the measurement window; 0 on failure.
-// `power` receives the run's lowest GPU's power draw over its median GPU's.
+// What one run of the final stage showed besides its throughput: its lowest GPU's power draw over
+// its median GPU's, and the nodes it ran on.
+struct RunSeen {
+  double power = 1.0;
+  std::vector<std::string> nodes;
+};
+
+// tokens/s/GPU of one run of `recipe` in `world` over the measurement window; 0 on failure. The
+// scheduler's allocation for `run_seed`, or, given `avoid`, one of nodes outside it (as far as
+// the cluster has enough others).
 double measure_once(const sim::World& world, const CampaignSpec& spec, const Recipe& recipe,
-                    std::uint64_t run_seed, double* power = nullptr) {
-  const sim::SimulatedRun run = world.simulate(recipe, spec.steps_per_run, run_seed, {}, false);
-  if (power != nullptr) *power = run.lowest_gpu_power_fraction;
+                    std::uint64_t run_seed, RunSeen* seen = nullptr,
+                    const std::vector<std::string>& avoid = {}) {
+  const std::vector<std::string> nodes =
+      avoid.empty()
+          ? std::vector<std::string>{}
+          : world.allocate(static_cast<std::uint32_t>(world.nodes_needed()), avoid, run_seed);
+  const sim::SimulatedRun run = world.simulate(recipe, spec.steps_per_run, run_seed, nodes, false);
+  if (seen != nullptr) *seen = RunSeen{run.lowest_gpu_power_fraction, run.nodes};
   if (run.outcome != sim::JobOutcome::kCompleted) return 0.0;
   double seconds = 0;
   int steps = 0;
@@ -363,18 +377,20 @@ std::vector<std::string> oracle_recipes(const Setup& setup, const CampaignSpec& 
 
 // One repeat of the final stage with the paper's power flag (its Appendix D, Final stage): a
 // repeat whose lowest GPU draws less than kPowerFlagFraction of the launch's median GPU (a slow
-// node) is run once more, on the allocation the scheduler gives it, and that run stands for it;
-// where both are flagged, their mean does. Counts the repeats run again in `flagged`.
+// node) is run once more, on nodes other than the flagged run's (the flag names the GPU, so the
+// harness knows the node; the cluster may still hold another slow one), and that run stands for
+// it; where both are flagged, their mean does. Counts the repeats run again in `flagged`.
 double flagged_repeat(const sim::World& world, const CampaignSpec& spec, const Recipe& recipe,
                       std::uint64_t run, int& flagged) {
-  double power = 1.0;
-  const double value = measure_once(world, spec, recipe, kFinalStageRunSeed + run, &power);
-  if (value <= 0 || power >= kPowerFlagFraction) return value;
+  RunSeen seen;
+  const double value = measure_once(world, spec, recipe, kFinalStageRunSeed + run, &seen);
+  if (value <= 0 || seen.power >= kPowerFlagFraction) return value;
   ++flagged;
-  double again_power = 1.0;
-  const double again = measure_once(world, spec, recipe, kFinalStageRerunSeed + run, &again_power);
+  RunSeen again_seen;
+  const double again =
+      measure_once(world, spec, recipe, kFinalStageRerunSeed + run, &again_seen, seen.nodes);
   if (again <= 0) return value;
-  return again_power >= kPowerFlagFraction ? again : (value + again) / 2;
+  return again_seen.power >= kPowerFlagFraction ? again : (value + again) / 2;
 }
 
 // The final stage's repeats of every recipe (projections/final_stage), each run in `world`.
@@ -895,7 +911,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       "Run tuners side by side on the simulated cluster: per arm, one campaign per seed from the "
       "same campaign file; then re-measure the baseline, every shipped recipe and the oracle's "
       "best recipes twice each in one shuffled order (a repeat whose lowest GPU's power is "
-      "flagged, a slow node, once more; a third time where the two differ by more than the "
+      "flagged, a slow node, once more on other nodes; a third time where the two differ by more "
+      "than the "
       "band; the value is then their median), and compare the arms with the mean "
       "rule and exact permutation p-values. GPU-hours are given with and without the baseline's "
       "calibration runs");

@@ -88,6 +88,17 @@ class ExpertCampaign : public ::testing::Test {
     return summary;
   }
 
+  // `attune compare --json` of the example campaign `name` with `args`; null on failure.
+  nlohmann::json compare_json(const std::string& name, const std::string& args) const {
+    int code = -1;
+    const std::string out = run_out(attune() + " compare --campaign " + ATTUNE_SOURCE_DIR +
+                                        "/examples/" + name + ".toml " + args + " --json",
+                                    &code);
+    EXPECT_EQ(code, 0) << out;
+    auto json = nlohmann::json::parse(out, nullptr, false);
+    return code != 0 || json.is_discarded() ? nlohmann::json{} : json;
+  }
+
   fs::path root_;
 };
 
@@ -238,17 +249,13 @@ TEST_F(ExpertCampaign, TpeDrawsWholeConfigurationsAndTheSameLedgerGivesTheSameDr
 // cannot start: the oracle passes over recipes that do not run instead of falling back to the
 // baseline, so a tuner's share of the oracle means something.
 TEST_F(ExpertCampaign, CompareOraclePassesOverRecipesThatDoNotRun) {
-  int code = -1;
-  const std::string out = run_out(attune() + " compare --campaign " + ATTUNE_SOURCE_DIR +
-                                      "/examples/minimax-m2-b200x64.toml --arms expert --seeds 1 "
-                                      "--reality-seed 9002 --json",
-                                  &code);
-  ASSERT_EQ(code, 0) << out;
-  auto json = nlohmann::json::parse(out);
+  const nlohmann::json json =
+      compare_json("minimax-m2-b200x64", "--arms expert --seeds 1 --reality-seed 9002");
+  ASSERT_FALSE(json.is_null());
   const double baseline = json["baseline_tokens_per_s_per_gpu"].get<double>();
   const double oracle = json["oracle_tokens_per_s_per_gpu"].get<double>();
-  EXPECT_GT(oracle, 2.0 * baseline) << out;
-  EXPECT_LE(json["arms"]["expert"]["oracle_fraction_mean"].get<double>(), 1.03) << out;
+  EXPECT_GT(oracle, 2.0 * baseline) << json.dump();
+  EXPECT_LE(json["arms"]["expert"]["oracle_fraction_mean"].get<double>(), 1.03) << json.dump();
 }
 
 // At Mixtral-8x22B's reality seed 532472 the cluster holds more than one slow node. The final
@@ -256,13 +263,9 @@ TEST_F(ExpertCampaign, CompareOraclePassesOverRecipesThatDoNotRun) {
 // every repeat measures its recipe and not the node: the repeats of each recipe agree within the
 // band (the flagged rerun used to land on the other slow node, 14% low).
 TEST_F(ExpertCampaign, CompareRunsAFlaggedRepeatOnceMoreAwayFromItsNodes) {
-  int code = -1;
-  const std::string out = run_out(attune() + " compare --campaign " + ATTUNE_SOURCE_DIR +
-                                      "/examples/mixtral-8x22b-h100x128.toml --arms expert "
-                                      "--seeds 2 --reality-seed 532472 --json",
-                                  &code);
-  ASSERT_EQ(code, 0) << out;
-  const auto json = nlohmann::json::parse(out);
+  const nlohmann::json json =
+      compare_json("mixtral-8x22b-h100x128", "--arms expert --seeds 2 --reality-seed 532472");
+  ASSERT_FALSE(json.is_null());
   ASSERT_GT(json["flagged_repeats"].get<int>(), 0) << "the premise: a repeat on a slow node";
   const double band = json["band_fraction"].get<double>();
   std::vector<std::vector<double>> recipes = {json["baseline_repeats"].get<std::vector<double>>()};
@@ -272,7 +275,7 @@ TEST_F(ExpertCampaign, CompareRunsAFlaggedRepeatOnceMoreAwayFromItsNodes) {
   for (const std::vector<double>& repeats : recipes) {
     ASSERT_FALSE(repeats.empty());
     const auto [low, high] = std::minmax_element(repeats.begin(), repeats.end());
-    EXPECT_LE(*high / *low - 1, band) << out;
+    EXPECT_LE(*high / *low - 1, band) << json.dump();
   }
 }
 

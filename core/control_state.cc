@@ -179,6 +179,7 @@ CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uin
     plan.band_run_ids = named(false, {});
     return plan;
   }
+  for (const CalibrationOutlier& outlier : outliers) plan.outlier_run_ids.push_back(outlier.run_id);
   const RunId last = first.back().run_id;
   std::uint32_t launched = 0;
   bool waiting = false;

@@ -116,8 +116,9 @@ struct CalibrationEntry {
 // more on other nodes for each, and the band is set from the others and those runs that measured;
 // if none did, from all of them, as before.
 struct CalibrationPlan {
-  std::vector<RunId> band_run_ids;  // empty until the band can be set
-  std::uint32_t reruns_wanted = 0;  // runs still to launch in the outliers' places
+  std::vector<RunId> band_run_ids;     // empty until the band can be set
+  std::uint32_t reruns_wanted = 0;     // runs still to launch in the outliers' places
+  std::vector<RunId> outlier_run_ids;  // the runs on suspected slow nodes
 };
 CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uint32_t runs,
                                  double floor_fraction, double k);

@@ -81,9 +81,10 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   }
   const std::uint32_t measured = calibration_runs_measured(state);
   const std::uint32_t in_flight = calibration_runs_in_flight(state);
-  const bool rerun = plan_calibration(calibration_entries(state), settings.calibration_runs,
-                                      settings.band_floor_fraction, settings.band_k)
-                         .reruns_wanted > 0;
+  const CalibrationPlan plan =
+      plan_calibration(calibration_entries(state), settings.calibration_runs,
+                       settings.band_floor_fraction, settings.band_k);
+  const bool rerun = plan.reruns_wanted > 0;
   if (measured + in_flight >= settings.calibration_runs && !rerun) return std::nullopt;
   if (std::optional<Reaction> stop = stop_on_repeated_failure(state, measured)) return stop;
   if (!rerun && launched >= settings.calibration_runs * kCalibrationLaunchesPerRunMax) {
@@ -97,9 +98,18 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   // A launch refused just now (the budget) waits for a run to finish.
   if (any_refused(news)) return std::nullopt;
   if (state.runs_in_flight() >= settings.concurrency) return std::nullopt;
-  // Distinct node allocations: avoid the nodes earlier calibration runs used.
+  // Distinct node allocations: avoid the nodes earlier calibration runs used. A run in an
+  // outlier's place asks first to avoid the outliers' nodes (a slow one among them), so that a
+  // cluster too small to avoid every used node still keeps it off those.
   ProposeLaunch launch = baseline_launch(RunPurpose::kCalibration, settings.steps_per_run, context);
-  launch.exclude_nodes.assign(used_nodes.begin(), used_nodes.end());
+  std::set<std::string> suspects;
+  for (const RunId id : plan.outlier_run_ids) {
+    if (const RunState* run = state.run(id)) suspects.insert(run->nodes.begin(), run->nodes.end());
+  }
+  launch.exclude_nodes.assign(suspects.begin(), suspects.end());
+  for (const std::string& node : used_nodes) {
+    if (!suspects.contains(node)) launch.exclude_nodes.push_back(node);
+  }
   return Command(std::move(launch));
 }
 

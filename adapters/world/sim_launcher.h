@@ -1,7 +1,8 @@
 // SimLauncher: the Launcher port on the simulated cluster, in the scheduler's time.
 //
-// Each submitted job gets a node allocation from the simulated world (avoiding the nodes the
-// launch asks to exclude, and nodes busy with other jobs), runs as the world decides (hidden
+// Each submitted job gets a node allocation from the simulated world (avoiding nodes busy with
+// other jobs, and the nodes the launch asks to exclude, in the order asked, as far as enough
+// others remain), runs as the world decides (hidden
 // efficiency factors, noise, slow nodes, failures, hangs), and writes a real Megatron-format log
 // (and Kineto traces when profiled) under the cluster's folder. Reports come back through the
 // scheduler: submitted now, started when admitted, finished when the job ends or is cancelled;

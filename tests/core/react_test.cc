@@ -158,6 +158,10 @@ TEST(React, ACalibrationRunOnASlowNodeIsRunOnceMoreOnOtherNodesAndLeftOut) {
   ASSERT_TRUE(rerun);
   EXPECT_EQ(rerun->purpose, RunPurpose::kCalibration);
   EXPECT_EQ(rerun->exclude_nodes.size(), 10u);
+  // The outlier's nodes come first: a cluster too small to avoid all ten keeps it off those.
+  EXPECT_EQ(
+      std::vector<std::string>(rerun->exclude_nodes.begin(), rerun->exclude_nodes.begin() + 2),
+      (std::vector<std::string>{"n5", "n6"}));
   const RunId sixth = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
   EXPECT_FALSE(next_command<ProposeLaunch>(reactions.after_news())) << "one run in its place";
   campaign.run_for(sixth, 0.5, Campaign::measured(5600.0), {"n11", "n12"});
@@ -208,6 +212,9 @@ TEST(React, TwoCalibrationRunsOnSlowNodesAreEachRunOnceMoreAndLeftOut) {
   const std::optional<ProposeLaunch> first = next_command<ProposeLaunch>(reactions.after_news());
   ASSERT_TRUE(first);
   EXPECT_EQ(first->exclude_nodes.size(), 10u);
+  EXPECT_EQ(
+      std::vector<std::string>(first->exclude_nodes.begin(), first->exclude_nodes.begin() + 4),
+      (std::vector<std::string>{"n10", "n5", "n6", "n9"}));
   const RunId sixth = campaign.launch(RunPurpose::kCalibration, campaign.baseline());
   ASSERT_TRUE(next_command<ProposeLaunch>(reactions.after_news())) << "the second, beside it";
   const RunId seventh = campaign.launch(RunPurpose::kCalibration, campaign.baseline());

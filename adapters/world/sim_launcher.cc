@@ -126,15 +126,8 @@ Status SimLauncher::submit(const LaunchSpec& spec) {
   for (const auto& [run_id, other] : active_) {
     if (!other->finished) busy.insert(busy.end(), other->nodes.begin(), other->nodes.end());
   }
-  // The nodes the launch asks to avoid, in the order asked, as far as enough others remain (as
-  // the Slurm launcher does): the longest such prefix of the list.
   const auto needed = static_cast<std::uint32_t>(world_.nodes_needed());
-  for (std::size_t keep = spec.exclude_nodes.size() + 1; keep-- > 0 && job->nodes.empty();) {
-    std::vector<std::string> exclude = busy;
-    exclude.insert(exclude.end(), spec.exclude_nodes.begin(),
-                   spec.exclude_nodes.begin() + static_cast<std::ptrdiff_t>(keep));
-    job->nodes = world_.allocate(needed, exclude, job->run_seed);
-  }
+  job->nodes = world_.allocate_avoiding(needed, busy, spec.exclude_nodes, job->run_seed);
   if (job->nodes.empty()) {
     return make_error("the simulated cluster has no " + std::to_string(needed) +
                       " free nodes for " + spec.job_name);

@@ -187,6 +187,23 @@ std::vector<std::string> World::allocate(std::uint32_t nodes_needed,
   return free;
 }
 
+std::vector<std::string> World::allocate_avoiding(std::uint32_t nodes_needed,
+                                                  const std::vector<std::string>& busy,
+                                                  const std::vector<std::string>& avoid,
+                                                  std::uint64_t seed) const {
+  std::unordered_set<std::string_view> excluded(busy.begin(), busy.end());
+  std::size_t remaining = 0;
+  for (const std::string& node : node_names_) remaining += excluded.contains(node) ? 0 : 1;
+  std::vector<std::string> exclude = busy;
+  for (const std::string& node : avoid) {
+    if (remaining <= nodes_needed) break;
+    if (!excluded.insert(node).second) continue;
+    exclude.push_back(node);
+    --remaining;
+  }
+  return allocate(nodes_needed, exclude, seed);
+}
+
 std::optional<StackDefect> World::defect_hit(const ResolvedLayout& resolved) const {
   const Layout& l = resolved.layout;
   const bool moe = is_moe(workload_.model);

@@ -157,6 +157,13 @@ class World {
   std::vector<std::string> allocate(std::uint32_t nodes_needed,
                                     const std::vector<std::string>& exclude,
                                     std::uint64_t seed) const;
+  // The same, never on `busy`, and avoiding `avoid` (names of this world's nodes) in the order
+  // given as far as enough other nodes remain (the Slurm launcher keeps a job's exclusions the same
+  // way); empty when `busy` alone leaves too few.
+  std::vector<std::string> allocate_avoiding(std::uint32_t nodes_needed,
+                                             const std::vector<std::string>& busy,
+                                             const std::vector<std::string>& avoid,
+                                             std::uint64_t seed) const;
 
  private:
   std::optional<StackDefect> defect_hit(const ResolvedLayout& resolved) const;

@@ -186,6 +186,25 @@ TEST(SimWorld, AllocationsAreDistinctAndRespectExclusions) {
       world.allocate(static_cast<std::uint32_t>(world.node_names().size() + 1), {}, 0).empty());
 }
 
+// Nodes to avoid are kept in the order given while enough others remain: asked to avoid every
+// node but one, an allocation of two avoids all of them but the last one asked, and never a busy
+// node.
+TEST(SimWorld, NodesToAvoidAreKeptInOrderWhileEnoughOthersRemain) {
+  const World world(qwen_workload(), WorldConfig{});
+  const std::vector<std::string>& names = world.node_names();
+  const std::vector<std::string> busy = {names[0]};
+  std::vector<std::string> avoid(names.rbegin(), names.rend() - 2);  // all but the first two
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    const std::vector<std::string> nodes = world.allocate_avoiding(2, busy, avoid, seed);
+    std::vector<std::string> expected = {names[1], avoid.back()};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(nodes, expected);
+  }
+  EXPECT_TRUE(
+      world.allocate_avoiding(2, std::vector<std::string>(names.begin() + 1, names.end()), {}, 0)
+          .empty());
+}
+
 TEST(SimWorld, AnEmptyAllocationIsChosenByTheRunSeed) {
   const World world(qwen_workload(), quiet_world());
   const SimulatedRun run = world.simulate(qwen_baseline(), 3, 11, {}, false);

@@ -163,9 +163,9 @@ double measure_once(const sim::World& world, const CampaignSpec& spec, const Rec
                     std::uint64_t run_seed, RunSeen* seen = nullptr,
                     const std::vector<std::string>& avoid = {}) {
   const std::vector<std::string> nodes =
-      avoid.empty()
-          ? std::vector<std::string>{}
-          : world.allocate(static_cast<std::uint32_t>(world.nodes_needed()), avoid, run_seed);
+      avoid.empty() ? std::vector<std::string>{}
+                    : world.allocate_avoiding(static_cast<std::uint32_t>(world.nodes_needed()), {},
+                                              avoid, run_seed);
   const sim::SimulatedRun run = world.simulate(recipe, spec.steps_per_run, run_seed, nodes, false);
   if (seen != nullptr) *seen = RunSeen{run.lowest_gpu_power_fraction, run.nodes};
   if (run.outcome != sim::JobOutcome::kCompleted) return 0.0;

@@ -198,12 +198,22 @@ CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uin
   return plan;
 }
 
-std::vector<std::string> slow_node_suspects(const ControlState& state) {
+std::vector<std::string> nodes_of_runs(const ControlState& state, std::span<const RunId> runs) {
   std::set<std::string> nodes;
-  for (const RunId id : state.view.baseline_band.left_out_run_ids) {
+  for (const RunId id : runs) {
     if (const RunState* run = state.run(id)) nodes.insert(run->nodes.begin(), run->nodes.end());
   }
   return {nodes.begin(), nodes.end()};
+}
+
+void append_nodes(std::vector<std::string>& into, std::span<const std::string> nodes) {
+  for (const std::string& node : nodes) {
+    if (std::find(into.begin(), into.end(), node) == into.end()) into.push_back(node);
+  }
+}
+
+std::vector<std::string> slow_node_suspects(const ControlState& state) {
+  return nodes_of_runs(state, state.view.baseline_band.left_out_run_ids);
 }
 
 std::vector<CalibrationEntry> calibration_entries(const ControlState& state) {

@@ -126,6 +126,12 @@ CalibrationPlan plan_calibration(std::vector<CalibrationEntry> entries, std::uin
 // The campaign's calibration runs, each as the band sees it.
 std::vector<CalibrationEntry> calibration_entries(const ControlState& state);
 
+// The nodes the runs `runs` ran on, sorted, each once.
+std::vector<std::string> nodes_of_runs(const ControlState& state, std::span<const RunId> runs);
+
+// Appends to `into` the nodes of `nodes` it does not hold yet, in their order.
+void append_nodes(std::vector<std::string>& into, std::span<const std::string> nodes);
+
 // The nodes of the calibration runs the band left out (one of them is slow), sorted: every later
 // launch is admitted asking to avoid them (decide), as far as the cluster keeps enough others.
 std::vector<std::string> slow_node_suspects(const ControlState& state);

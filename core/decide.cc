@@ -266,12 +266,7 @@ LaunchAdmitted admitted_launch(const ControlState& state, const ProposeLaunch& c
   // Every launch after the band avoids the nodes of a calibration run it left out (one is slow),
   // as far as the launcher keeps enough other nodes.
   admitted.exclude_nodes = command.exclude_nodes;
-  for (const std::string& node : slow_node_suspects(state)) {
-    const auto& asked = admitted.exclude_nodes;
-    if (std::find(asked.begin(), asked.end(), node) == asked.end()) {
-      admitted.exclude_nodes.push_back(node);
-    }
-  }
+  append_nodes(admitted.exclude_nodes, slow_node_suspects(state));
   admitted.job_name = job_name_for(state.view.campaign_id, admitted.run_id);
   return admitted;
 }

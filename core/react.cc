@@ -102,14 +102,9 @@ std::optional<Reaction> calibrate(const ControlState& state, std::span<const Env
   // outlier's place asks first to avoid the outliers' nodes (a slow one among them), so that a
   // cluster too small to avoid every used node still keeps it off those.
   ProposeLaunch launch = baseline_launch(RunPurpose::kCalibration, settings.steps_per_run, context);
-  std::set<std::string> suspects;
-  for (const RunId id : plan.outlier_run_ids) {
-    if (const RunState* run = state.run(id)) suspects.insert(run->nodes.begin(), run->nodes.end());
-  }
-  launch.exclude_nodes.assign(suspects.begin(), suspects.end());
-  for (const std::string& node : used_nodes) {
-    if (!suspects.contains(node)) launch.exclude_nodes.push_back(node);
-  }
+  launch.exclude_nodes = nodes_of_runs(state, plan.outlier_run_ids);
+  append_nodes(launch.exclude_nodes,
+               std::vector<std::string>(used_nodes.begin(), used_nodes.end()));
   return Command(std::move(launch));
 }
 

@@ -1,7 +1,6 @@
 #include "projections/baseline_band.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <type_traits>
 
@@ -11,8 +10,6 @@ namespace {
 
 // Leaving one calibration run out needs at least three others to measure a spread.
 constexpr std::size_t kOutlierCalibrationRunsMin = 4;
-// Sets of outliers are searched over every subset of the runs: up to this many runs (2^16 sets).
-constexpr std::size_t kOutlierSetRunsMax = 16;
 
 void refresh_live_figures(BaselineBand& state) {
   std::vector<double> values;
@@ -94,73 +91,68 @@ double band_fraction_of(double floor_fraction, double k, double rsd_fraction) {
   return std::max(floor_fraction, k * rsd_fraction);
 }
 
+namespace {
+
+// The `size` runs whose absence narrows the band most, where that more than halves it: empty
+// otherwise. The runs kept are neighbours in sorted order (leaving out a run between two kept
+// ones never narrows the spread as much as leaving out one beyond them), so only the `size` + 1
+// ways of leaving out the lowest and highest runs are tried, the lowest first (a slow node).
+std::vector<CalibrationOutlier> outliers_of_size(std::span<const CalibrationSample> samples,
+                                                 std::size_t size, double floor_fraction,
+                                                 double k) {
+  const std::size_t n = samples.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return samples[a].tokens_per_s_per_gpu < samples[b].tokens_per_s_per_gpu;
+  });
+  const auto values = [&](std::size_t from, std::size_t to) {
+    std::vector<double> out;
+    for (std::size_t i = from; i < to; ++i) out.push_back(samples[order[i]].tokens_per_s_per_gpu);
+    return out;
+  };
+  const double band = band_fraction_of(floor_fraction, k, relative_std_dev(values(0, n)));
+  std::optional<std::size_t> best_low;  // how many of the lowest runs the best choice leaves out
+  double narrowest = band;
+  for (std::size_t low = size + 1; low-- > 0;) {
+    const double without =
+        band_fraction_of(floor_fraction, k, relative_std_dev(values(low, n - size + low)));
+    if (without < narrowest) {
+      narrowest = without;
+      best_low = low;
+    }
+  }
+  if (!best_low || narrowest * 2 > band) return {};
+  const std::size_t kept_from = *best_low;
+  const std::size_t kept_to = n - size + *best_low;
+  const double others_mean = mean_of(values(kept_from, kept_to));
+  std::vector<CalibrationOutlier> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t rank =
+        static_cast<std::size_t>(std::find(order.begin(), order.end(), i) - order.begin());
+    if (rank >= kept_from && rank < kept_to) continue;
+    out.push_back(
+        {samples[i].run_id, samples[i].tokens_per_s_per_gpu, others_mean, narrowest, false, {}});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<CalibrationOutlier> flagged_calibration_run(
     std::span<const CalibrationSample> samples, double floor_fraction, double k) {
   if (samples.size() < kOutlierCalibrationRunsMin) return std::nullopt;
-  std::vector<double> all;
-  for (const CalibrationSample& sample : samples) all.push_back(sample.tokens_per_s_per_gpu);
-  const double band = band_fraction_of(floor_fraction, k, relative_std_dev(all));
-  std::optional<CalibrationOutlier> outlier;
-  double narrowest = band;
-  for (std::size_t left_out = 0; left_out < samples.size(); ++left_out) {
-    std::vector<double> others;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      if (i != left_out) others.push_back(samples[i].tokens_per_s_per_gpu);
-    }
-    const double without = band_fraction_of(floor_fraction, k, relative_std_dev(others));
-    if (without < narrowest) {
-      narrowest = without;
-      outlier = CalibrationOutlier{samples[left_out].run_id,
-                                   samples[left_out].tokens_per_s_per_gpu,
-                                   mean_of(others),
-                                   without,
-                                   false,
-                                   {}};
-    }
-  }
-  if (!outlier || narrowest * 2 > band) return std::nullopt;
-  return outlier;
+  const std::vector<CalibrationOutlier> one = outliers_of_size(samples, 1, floor_fraction, k);
+  if (one.empty()) return std::nullopt;
+  return one.front();
 }
 
 std::vector<CalibrationOutlier> flagged_calibration_runs(std::span<const CalibrationSample> samples,
                                                          double floor_fraction, double k) {
-  if (const std::optional<CalibrationOutlier> one =
-          flagged_calibration_run(samples, floor_fraction, k)) {
-    return {*one};
-  }
-  const std::size_t n = samples.size();
-  if (n < kOutlierCalibrationRunsMin || n > kOutlierSetRunsMax) return {};
-  std::vector<double> all;
-  for (const CalibrationSample& sample : samples) all.push_back(sample.tokens_per_s_per_gpu);
-  const double band = band_fraction_of(floor_fraction, k, relative_std_dev(all));
-  for (std::size_t size = 2; 2 * size < n; ++size) {
-    // Every set of `size` runs, as a mask over the samples (n is a handful).
-    std::optional<std::uint64_t> best;
-    double narrowest = band;
-    for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
-      if (static_cast<std::size_t>(std::popcount(mask)) != size) continue;
-      std::vector<double> others;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!(mask >> i & 1U)) others.push_back(all[i]);
-      }
-      const double without = band_fraction_of(floor_fraction, k, relative_std_dev(others));
-      if (without < narrowest) {
-        narrowest = without;
-        best = mask;
-      }
-    }
-    if (!best || narrowest * 2 > band) continue;
-    std::vector<double> others;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!(*best >> i & 1U)) others.push_back(all[i]);
-    }
-    std::vector<CalibrationOutlier> out;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (*best >> i & 1U) {
-        out.push_back({samples[i].run_id, all[i], mean_of(others), narrowest, false, {}});
-      }
-    }
-    return out;
+  if (samples.size() < kOutlierCalibrationRunsMin) return {};
+  for (std::size_t size = 1; 2 * size < samples.size(); ++size) {
+    std::vector<CalibrationOutlier> outliers = outliers_of_size(samples, size, floor_fraction, k);
+    if (!outliers.empty()) return outliers;
   }
   return {};
 }

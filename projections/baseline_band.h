@@ -79,8 +79,7 @@ std::optional<CalibrationOutlier> flagged_calibration_run(
 
 // Among `samples`, the fewest runs, a minority, whose absence more than halves the band (runs on
 // slow nodes): a single run as flagged_calibration_run finds it, else the pair, and so on, each
-// size taking the set that narrows the band most; empty where no minority does. Sets of two or
-// more are looked for among at most 16 runs.
+// size taking the set that narrows the band most; empty where no minority does.
 std::vector<CalibrationOutlier> flagged_calibration_runs(std::span<const CalibrationSample> samples,
                                                          double floor_fraction, double k);
 

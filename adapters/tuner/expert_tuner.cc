@@ -1002,17 +1002,19 @@ std::optional<Candidate> retry_failures(Context& c, const History& h, double min
   if (auto cand = retry_one(c, h, hang, leader_p, min_gain)) return cand;
   // Rule 5's retry adds recomputation back: the fastest recomputation the estimate expects to fit,
   // or the one that saves the most (full recomputation) when none is expected to.
-  const FailureRetry oom{FailureClass::kOom,
-                         "recompute",
-                         "recompute",
-                         [](const sim::Layout& failed, const sim::Layout& value) {
-                           return failed.recompute != sim::RecomputeGranularity::kFull &&
-                                  value.recompute != sim::RecomputeGranularity::kNone;
-                         },
-                         "ran out of memory; rule 5: retried with recomputation (the fastest "
-                         "expected to fit, else full) before it is ruled out",
-                         true,
-                         true};
+  const FailureRetry oom{.failure = FailureClass::kOom,
+                         .move = "recompute",
+                         .lever = "recompute",
+                         .accept =
+                             [](const sim::Layout& failed, const sim::Layout& value) {
+                               return failed.recompute != sim::RecomputeGranularity::kFull &&
+                                      value.recompute != sim::RecomputeGranularity::kNone;
+                             },
+                         .why =
+                             "ran out of memory; rule 5: retried with recomputation (the "
+                             "fastest expected to fit, else full) before it is ruled out",
+                         .avoid_hung_overlaps = true,
+                         .fastest_that_fits = true};
   if (auto cand = retry_one(c, h, oom, leader_p, min_gain)) return cand;
   return follow_plans(c, leader_p, min_gain);
 }

@@ -37,6 +37,7 @@ void read_attention(TomlFields& f, ModelSpec& m) {
   f.read("attention.num_attention_heads", m.num_attention_heads, true, 1);
   f.read("attention.sliding_window_tokens", m.sliding_window_tokens, false, 0);
   f.read("attention.window_attn_skip_freq", m.window_attn_skip_freq, false, 0);
+  f.read("attention.qk_layernorm", m.qk_layernorm, false);
   std::string softmax = "vanilla";
   f.read("attention.softmax_type", softmax, false);
   check_megatron_choice(f, "attention.softmax_type", "--softmax-type", softmax);

@@ -58,6 +58,10 @@ struct ModelSpec {
   int qk_head_dim = 0;
   int qk_pos_emb_head_dim = 0;
   int v_head_dim = 0;
+  // --qk-layernorm: a norm over each head's queries and keys before RoPE. Multi-latent attention's
+  // norms sit on its compressed latents and are priced with them; this prices grouped-query
+  // attention's.
+  bool qk_layernorm = false;
   int sliding_window_tokens = 0;  // 0 = every layer attends to the whole causal context
   int window_attn_skip_freq = 0;  // every Nth layer skips the window (full attention); 0 = none
   SoftmaxType softmax = SoftmaxType::kVanilla;  // attention.softmax_type

@@ -98,6 +98,11 @@ constexpr double kSingleLaunchShareOfOp = 0.25;
 // and casts, then the rotation) where the fused kernel takes one.
 constexpr double kUnfusedRopeExtraBytes = 42.0;
 constexpr double kUnfusedRopeExtraOps = 22.0;
+// --qk-layernorm (grouped-query attention): Transformer Engine's RMSNorm over each head's queries
+// and keys, one kernel each. Forward bytes per element: read 2, write 2 (the backward's come with
+// the model's doubling of a forward's bytes); host, the two norm modules.
+constexpr double kQkNormBytes = 4.0;
+constexpr double kQkNormOps = 2.0;
 // The model's backward moves twice its forward's bytes (layer_times: scaled(all, 2)); a cost
 // known as forward and backward together enters the forward as this share of it.
 constexpr double kForwardShareOfPass = 1.0 / 3.0;
@@ -438,11 +443,15 @@ AttentionWidths attention_projections(const Context& c, LayerParts& parts) {
       lin.elementwise +=
           memory_s(c, T * (a.q_width + a.kv_width) * kUnfusedRopeExtraBytes * kForwardShareOfPass);
     }
+    if (m.qk_layernorm) {
+      lin.elementwise += memory_s(c, T * (a.q_width + a.kv_width) * kQkNormBytes);
+    }
   }
   if (c.fp8) lin.elementwise += memory_s(c, kFp8CastBytes * T * (h + a.q_width));
   lin.tp = tp_block_comm_s(c);
   lin.host_ops = 10 + (m.add_bias_linear ? 2 : 0) + (l.tp > 1 ? 2 : 0) + (c.fp8 ? 3 : 0) +
-                 (c.rope_unfused ? kUnfusedRopeExtraOps : 0);
+                 (c.rope_unfused ? kUnfusedRopeExtraOps : 0) +
+                 (m.qk_layernorm && m.attention == AttentionKind::kGroupedQuery ? kQkNormOps : 0);
   return a;
 }
 

@@ -236,6 +236,7 @@ std::vector<std::string> model_flags(const Workload& workload) {
   if (m.activation == "squared-relu") add({"--squared-relu"});
   if (m.rotary_percent != 1.0) add({"--rotary-percent", format("%g", m.rotary_percent)});
   if (!m.add_bias_linear) add({"--disable-bias-linear"});
+  if (m.qk_layernorm) add({"--qk-layernorm"});
   if (m.untie_embeddings_and_output_weights) add({"--untie-embeddings-and-output-weights"});
   add({"--normalization", m.normalization, "--position-embedding-type", m.position_embedding_type,
        "--vocab-size", std::to_string(m.vocab_size), "--seq-length",
@@ -299,6 +300,7 @@ void set_model_arguments(std::map<std::string, std::string>& args, const Workloa
     set("rotary_percent", format("%g", m.rotary_percent));
   }
   set("add_bias_linear", python_bool(m.add_bias_linear));
+  set("qk_layernorm", python_bool(m.qk_layernorm));
   set("untie_embeddings_and_output_weights", python_bool(m.untie_embeddings_and_output_weights));
   for (const auto& [flag, dest, value] :
        {std::tuple{"--normalization", "normalization", m.normalization},

@@ -370,6 +370,33 @@ TEST(SimPerformance, ExpertBiasesOutsideTheFusedGroupedMlpCostAPassOverTheExpert
                    run_with_fused_grouped_mlp(fp8_unbiased, fused_flags).breakdown.elementwise_s);
 }
 
+// --qk-layernorm (Qwen3, GLM-4.5, MiniMax-M2): a norm over each head's queries and keys. On
+// Qwen3-30B-A3B (32 query heads and 4 key heads of 128 per layer, 48 layers) at one row of 4096
+// tokens per microbatch, 32 microbatches per step: the forward reads and writes 4608 elements per
+// token (4 bytes each), the backward twice that; the layer keeps both norms' inputs (2 bytes per
+// element) for the backward, under the allocator's 3% headroom.
+TEST(SimPerformance, QueryAndKeyNormsCostAPassAndKeepTheirInputs) {
+  const std::string flags =
+      "--tensor-model-parallel-size 1 --expert-model-parallel-size 8 --micro-batch-size 1 "
+      "--moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-permute-fusion "
+      "--use-distributed-optimizer";
+  const Workload normed = workload("qwen3-30b-a3b", "b200", 8, 4096, 256);
+  ASSERT_TRUE(normed.model.qk_layernorm);
+  Workload plain = normed;
+  plain.model.qk_layernorm = false;
+  const Prediction with = run(normed, flags);
+  const Prediction without = run(plain, flags);
+  const double elements = 4096.0 * (32 + 4) * 128 * 48;
+  const HardwareSpec& hw = normed.hardware;
+  const double seconds =
+      12.0 * elements * 32 / (hw.hbm_bandwidth_gb_per_s * 1e9 * hw.hbm_efficiency);
+  const double extra_s = with.breakdown.elementwise_s - without.breakdown.elementwise_s;
+  EXPECT_NEAR(extra_s, seconds, 0.02 * seconds);
+  const double extra_gib =
+      with.stages[0].memory.activations_gib - without.stages[0].memory.activations_gib;
+  EXPECT_NEAR(extra_gib, 1.03 * 2.0 * elements / (1024.0 * 1024 * 1024), 0.01);
+}
+
 // In FP8 the experts' grouped GEMM is a host loop over the local experts (a cast and a cuBLASLt
 // GEMM each, 0.66 of an eager operation per GEMM): on a host-bound step (Qwen3-30B-A3B at one
 // row per microbatch, no CUDA graphs) twice the experts per GPU cost the host about 16 more

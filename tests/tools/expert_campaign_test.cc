@@ -202,6 +202,16 @@ void rewrite(const fs::path& source, const fs::path& target, const std::string& 
   std::ofstream(target) << content;
 }
 
+// The example campaign `file` (a copy beside the test's ledgers) on B200s with `capacity_gib` of
+// memory instead of 179.1, as a hardware file written next to it.
+void on_b200_of(const std::string& file, const std::string& capacity_gib) {
+  const fs::path hardware = fs::path(file).parent_path() / ("b200-" + capacity_gib + "g.toml");
+  rewrite(fs::path(ATTUNE_SOURCE_DIR) / "adapters/model/data/hardware/b200.toml", hardware,
+          "capacity_gib = 179.1", "capacity_gib = " + capacity_gib);
+  rewrite(hardware, hardware, "name = \"b200\"", "name = \"b200-" + capacity_gib + "g\"");
+  rewrite(file, file, "hardware = \"b200\"", "hardware = \"" + hardware.string() + "\"");
+}
+
 std::string demo_with_tuner(const fs::path& dir, const std::string& tuner) {
   const fs::path path = dir / ("demo-" + tuner + ".toml");
   rewrite(std::string(ATTUNE_SOURCE_DIR) + "/examples/qwen3-30b-a3b-h100x16.toml", path,
@@ -478,16 +488,12 @@ TEST_F(ExpertCampaign, TheMemoryPrefilterKeepsTpeFromLaunchingWhatWillNotFit) {
 
 // Rule 5 adds full recomputation to a layout that ran out of memory; from such a leader, a layout
 // that fits without it is launched as planned ("rule 5 in reverse") and its recomputation relaxed
-// at the next step, once. GLM-4.5 (slime) on B200s of 140 GiB: its TP1 layouts need
+// at the next step, once. GLM-4.5 (slime) on B200s of 150 GiB: its TP1 layouts need
 // recomputation there (on 180 GB parts they fit without it), and rule 5 then its reverse is how
 // the expert reaches them: TP 1 with the expert activations recomputed, not the whole layer.
 TEST_F(ExpertCampaign, ARecomputationAddedToFitIsRelaxedOnceALayoutFitsWithoutIt) {
-  const fs::path hardware = root_ / "b200-140g.toml";
-  rewrite(fs::path(ATTUNE_SOURCE_DIR) / "adapters/model/data/hardware/b200.toml", hardware,
-          "capacity_gib = 179.1", "capacity_gib = 140.0");
-  rewrite(hardware, hardware, "name = \"b200\"", "name = \"b200-140g\"");
   const std::string file = copy_of("glm-4.5-b200x128", true);
-  rewrite(file, file, "hardware = \"b200\"", "hardware = \"" + hardware.string() + "\"");
+  on_b200_of(file, "150.0");
   std::vector<nlohmann::json> events;
   const nlohmann::json summary = run_example(file, events);
   ASSERT_TRUE(summary.contains("shipped")) << summary.dump();
@@ -523,13 +529,15 @@ TEST_F(ExpertCampaign, ARecomputationAddedToFitIsRelaxedOnceALayoutFitsWithoutIt
 }
 
 // On GLM-4.5 on slime, rule 5's retries of out-of-memory layouts with full recomputation can hang
-// on the stack's data-parallel overlaps. At this reality seed three such retries used to run side
-// by side and all hung, about 200 GPU-hours. Retries now go one at a time, a retry must be
-// expected to beat the leader and the runs in flight, a retry that would keep overlaps known to
-// hang is ruled out, and nothing expected to lose to a run in flight is launched beside it: one
-// hang, and the campaign spends about two thirds of what it did, for the same gain.
+// on the stack's data-parallel overlaps. Three such retries used to run side by side and all hung,
+// about 200 GPU-hours. Retries now go one at a time, a retry must be expected to beat the leader
+// and the runs in flight, a retry that would keep overlaps known to hang is ruled out, and nothing
+// expected to lose to a run in flight is launched beside it. On B200s of 150 GiB at this reality
+// seed the first three layouts run out of memory as planned, one retry hangs, the next drops an
+// overlap and runs, and the campaign spends about two fifths of its budget.
 TEST_F(ExpertCampaign, FailedRunsAreRetriedOneAtATimeAndACuredHangIsNotRepeated) {
   const std::string file = copy_of("glm-4.5-b200x128", true);
+  on_b200_of(file, "150.0");
   rewrite(file, file, "reality = 0", "reality = 31415");
   // A frozen skill: rules learned by campaigns run before this one would change its path.
   rewrite(file, file, "name = \"expert\"", "name = \"expert\"\nlearned_rules = \"none\"");
@@ -537,7 +545,7 @@ TEST_F(ExpertCampaign, FailedRunsAreRetriedOneAtATimeAndACuredHangIsNotRepeated)
   const nlohmann::json summary = run_example(file, events);
   ASSERT_FALSE(summary.is_null());
   ASSERT_FALSE(summary["shipped"]["is_baseline"].get<bool>()) << summary.dump();
-  EXPECT_GT(summary["shipped"]["gain_fraction"].get<double>(), 1.0) << summary.dump();
+  EXPECT_GT(summary["shipped"]["gain_fraction"].get<double>(), 0.5) << summary.dump();
 
   std::set<std::int64_t> failed;
   std::set<std::int64_t> retries_in_flight;
@@ -566,7 +574,6 @@ TEST_F(ExpertCampaign, FailedRunsAreRetriedOneAtATimeAndACuredHangIsNotRepeated)
   }
   EXPECT_GT(retries, 0);
   EXPECT_LE(hangs, 1);
-  // 1006 of the budget's 1540 GPU-hours before, 687 after.
   const nlohmann::json& spent = summary["gpu_hours"];
   EXPECT_LT(spent["tuner"].get<double>() + spent["checks"].get<double>(),
             0.55 * spent["budget"].get<double>())
@@ -609,11 +616,14 @@ TEST_F(ExpertCampaign, MoreRowsPerMicrobatchArePlannedWhereThePolicyAllowsThem) 
 }
 
 // A lever whose estimated peak fits the GPU but not the evidence's memory margin is launched, with
-// rule 5 behind it: on MiniMax-M2 the flex dispatcher at TP1 PP4 EP8, which the expert used to
-// drop (it stopped at 88% of the oracle), runs and ships.
+// rule 5 behind it: on MiniMax-M2 on B200s of 158 GiB the flex dispatcher at TP1 PP8 EP8 with two
+// rows per microbatch, which the expert used to drop (it stopped at 88% of the oracle), runs and
+// ships.
 TEST_F(ExpertCampaign, ALeverInsideTheMemoryMarginIsTriedWithRuleFiveBehindIt) {
+  const std::string file = copy_of("minimax-m2-b200x64", true);
+  on_b200_of(file, "158.0");
   std::vector<nlohmann::json> events;
-  const nlohmann::json summary = run_example("minimax-m2-b200x64", events);
+  const nlohmann::json summary = run_example(file, events);
   ASSERT_FALSE(summary.is_null());
   std::set<std::int64_t> in_margin;
   for (const auto& e : of_type(events, "CandidateProposed")) {
@@ -633,12 +643,13 @@ TEST_F(ExpertCampaign, ALeverInsideTheMemoryMarginIsTriedWithRuleFiveBehindIt) {
   EXPECT_NE(shipped.find("--moe-token-dispatcher-type flex"), std::string::npos) << shipped;
 }
 
-// At MiniMax-M2's reality seed 27 the flex dispatcher, proposed inside the estimate's memory
-// margin, runs out of memory on the world's cluster. Rule 5 then retries it with recomputation
-// rather than ruling it out: the retry recomputes, runs, and takes the lead.
+// On MiniMax-M2 on B200s of 158 GiB at reality seed 3 the flex dispatcher, proposed inside the
+// estimate's memory margin, runs out of memory on the world's cluster. Rule 5 then retries it with
+// recomputation rather than ruling it out: the retry recomputes, runs, and takes the lead.
 TEST_F(ExpertCampaign, ALeverInsideTheMarginThatRunsOutOfMemoryIsRetriedWithRecomputation) {
   const std::string file = copy_of("minimax-m2-b200x64", true);
-  rewrite(file, file, "reality = 0", "reality = 27");
+  on_b200_of(file, "158.0");
+  rewrite(file, file, "reality = 0", "reality = 3");
   std::vector<nlohmann::json> events;
   ASSERT_FALSE(run_example(file, events).is_null());
   std::map<std::int64_t, std::int64_t> run_of_proposal;

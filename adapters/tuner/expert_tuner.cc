@@ -1053,10 +1053,28 @@ std::set<std::string> levers_at_feasible_limit(const Context& c,
   return out;
 }
 
+// The lever groups the leader's own proposal changed: its parent and the leader are the same
+// recipe at two values of them, both measured.
+std::set<std::string> leader_levers(const ControlState& state, RunId leader_id) {
+  std::set<std::string> out;
+  const RunState* leader = state.run(leader_id);
+  if (leader == nullptr || leader->purpose != RunPurpose::kSearch) return out;
+  const auto proposal = state.proposals.find(leader->proposal_id);
+  if (proposal == state.proposals.end()) return out;
+  for (const Lever& lever : proposal->second.levers) out.insert(lever.name);
+  return out;
+}
+
 // Rule 4: probe every parallel degree before the topology counts as exhausted, and count a lever
-// as ruled out on the leader only once a second value of it was measured.
-std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Candidate>& ranked,
-                                          RunId leader_id, const std::set<std::string>& at_limit) {
+// as ruled out on the leader only once a second value of it was measured on the same recipe, or
+// at its feasible limit. A lever that made the leader has its second value in the leader's
+// parent. A lever with a value the estimate expects to run out of memory (more rows per
+// microbatch, less recomputation) sits at its feasible limit on the leader: that launch would
+// measure nothing, its rule-5 retry is not expected to clear the band (else it would have been
+// proposed for its gain), and the lever's values the other way give memory back for time.
+std::optional<Candidate> probe_unexplored(const ControlState& state, const History& h,
+                                          const std::vector<Candidate>& ranked, RunId leader_id,
+                                          const std::set<std::string>& at_limit) {
   for (const std::string& degree : h.degrees) {
     if (h.probed.contains(degree)) continue;
     for (const Candidate& cand : ranked) {
@@ -1069,8 +1087,13 @@ std::optional<Candidate> probe_unexplored(const History& h, const std::vector<Ca
     }
   }
   const auto tried = h.levers_tried_on.find(leader_id);
+  std::set<std::string> settled = leader_levers(state, leader_id);
+  for (const Candidate& cand : ranked) {
+    if (cand.rule == kRule5Plan) settled.insert(cand.set);
+  }
   for (const Candidate& cand : ranked) {
     if (cand.set == "parallel-layout" || at_limit.contains(cand.lever) ||
+        settled.contains(cand.set) ||
         (tried != h.levers_tried_on.end() && tried->second.contains(cand.set))) {
       continue;
     }
@@ -1239,7 +1262,7 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   // those: they may move the leader.
   if (state.runs_in_flight() > 0) return TunerWait{};
   const std::set<std::string> at_limit = levers_at_feasible_limit(c, ranked, leader, band);
-  if (auto probe = probe_unexplored(h, ranked, leader_id, at_limit)) {
+  if (auto probe = probe_unexplored(state, h, ranked, leader_id, at_limit)) {
     return to_proposal(c, *probe, h.rules);
   }
   if (auto retest = retest_winners(c, leader, leader_id, band)) {

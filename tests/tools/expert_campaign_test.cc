@@ -580,6 +580,50 @@ TEST_F(ExpertCampaign, FailedRunsAreRetriedOneAtATimeAndACuredHangIsNotRepeated)
       << summary.dump();
 }
 
+// Rule 4 asks for a second measured value of a lever on the leader before it is ruled out, or the
+// lever's feasible limit. On MiniMax-M2 every campaign used to end on a probe of four rows per
+// microbatch that the estimate expected to run out of memory, and whose retry with recomputation
+// was not expected to clear the band, so it was never made: a launch that measured nothing. Such
+// a lever sits at its feasible limit, and a lever that made the leader has its second value in
+// the leader's parent.
+TEST_F(ExpertCampaign, RuleFourProbesNoValuePastTheMemoryLimitAndNoLeverThatMadeTheLeader) {
+  std::vector<nlohmann::json> events;
+  const nlohmann::json summary = run_example("minimax-m2-b200x64", events);
+  ASSERT_FALSE(summary.is_null());
+  std::map<std::int64_t, std::int64_t> proposal_of_run;
+  for (const auto& e : of_type(events, "LaunchAdmitted")) {
+    proposal_of_run[e["body"]["run_id"].get<std::int64_t>()] =
+        e["body"]["proposal_id"].get<std::int64_t>();
+  }
+  std::map<std::int64_t, std::set<std::string>> levers_of_proposal;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    for (const auto& lever : e["body"]["levers"]) {
+      levers_of_proposal[e["body"]["proposal_id"].get<std::int64_t>()].insert(
+          lever["name"].get<std::string>());
+    }
+  }
+  int probes = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    const std::string mechanism = e["body"]["hypothesis"]["mechanism"].get<std::string>();
+    const std::string marker = "rule 4: a second value of ";
+    const std::size_t at = mechanism.find(marker);
+    if (at == std::string::npos) continue;
+    ++probes;
+    EXPECT_EQ(mechanism.find("expected out of memory"), std::string::npos) << mechanism;
+    const std::size_t from = at + marker.size();
+    const std::string lever = mechanism.substr(from, mechanism.find(" on the leader", from) - from);
+    const auto parent = proposal_of_run.find(e["body"]["parent_run_id"].get<std::int64_t>());
+    if (parent == proposal_of_run.end()) continue;
+    EXPECT_FALSE(levers_of_proposal[parent->second].contains(lever))
+        << lever << " made the leader: " << mechanism;
+  }
+  EXPECT_GT(probes, 0);
+  std::int64_t out_of_memory = 0;
+  for (const auto& e : of_type(events, "RunFailed"))
+    out_of_memory += e["body"]["failure_class"] == "oom";
+  EXPECT_EQ(out_of_memory, 0) << "no launch of the campaign was expected to run out of memory";
+}
+
 // MiniMax-M2's policy lets the rows per microbatch change (its routing has no per-microbatch
 // load-balancing loss). A deeper pipeline at one row is slower than the shallow leader, but takes
 // two rows where the shallow one runs out of memory: the expert launches the layout as the first

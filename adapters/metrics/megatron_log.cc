@@ -67,6 +67,9 @@ constexpr std::string_view kProgramErrorMarks[] = {
     "Unexpected result",  // Megatron's rerun state machine: NaN/Inf/spiky loss or grad norm
     "illegal memory access",
     "Duplicate GPU detected",  // NCCL: two ranks launched on one GPU
+    // NVSHMEM (DeepEP's transport) could not start: no transport reaches the peers, such as
+    // IBGDA across nodes on a network without it. A setting of the job, not a passing fault.
+    "nvshmem initialization failed",
 };
 // A peer that vanished may have crashed for a reason of its own that this log does not show.
 constexpr std::string_view kSuspectedInfrastructureMarks[] = {

@@ -425,6 +425,9 @@ struct Context {
   std::vector<int> micro_batch_sizes = {};    // the sizes the policy frees (empty: none)
   std::vector<sim::Layout> cured_hangs = {};  // find_cured_hangs, once per answer
   sim::Prediction leader_estimate = {};       // the leader on the cluster's stack, once per answer
+  // A run with DeepEP's expert group across NVLink domains failed to start NVSHMEM, its transport:
+  // this cluster's network does not carry it, and such layouts are not proposed again.
+  bool deepep_across_domains_fails = false;
 };
 
 // A value of `move` outside what the campaign may try: a microbatch size the policy does not free
@@ -544,6 +547,28 @@ bool same_dp_overlaps(const sim::Layout& a, const sim::Layout& b) {
          a.overlap_param_gather == b.overlap_param_gather;
 }
 
+// Whether `l` runs DeepEP with its expert group across NVLink domains.
+bool deepep_across_domains(const sim::Workload& w, const sim::Layout& l) {
+  const int etp = l.etp > 0 ? l.etp : l.tp;
+  return w.model.num_experts > 0 && l.dispatcher == sim::Dispatcher::kFlex &&
+         (l.flex_backend == sim::FlexBackend::kDeepep || l.moe_enable_deepep) &&
+         l.ep * etp > w.hardware.nvlink_domain_gpus;
+}
+
+// Whether a search run of DeepEP across NVLink domains failed because NVSHMEM could not start
+// (the failure's deciding line names it).
+bool deepep_failed_across_domains(const Context& c) {
+  for (const auto& [id, run] : c.state.runs) {
+    if (!searched(run) || !run.failed ||
+        run.failed->message.find("nvshmem initialization failed") == std::string::npos) {
+      continue;
+    }
+    auto layout = sim::decode_layout(c.w, recipe_of(c.state, id, c.baseline));
+    if (layout.ok() && deepep_across_domains(c.w, layout.value())) return true;
+  }
+  return false;
+}
+
 // Whether `recipe` repeats a hang this campaign cured: the parallel degrees and data-parallel
 // overlaps of a run that hung, which dropping one overlap cured.
 bool repeats_cured_hang(const Context& c, const Recipe& recipe) {
@@ -568,6 +593,10 @@ std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, Run
   if (c.seen.contains(recipe_hash(recipe))) return std::nullopt;
   if (!check_config(c.policy, c.baseline, recipe).allowed) return std::nullopt;  // rule 3
   if (repeats_cured_hang(c, recipe)) return std::nullopt;
+  if (c.deepep_across_domains_fails) {
+    auto layout = sim::decode_layout(c.w, recipe);
+    if (layout.ok() && deepep_across_domains(c.w, layout.value())) return std::nullopt;
+  }
   Candidate out;
   out.recipe = std::move(recipe);
   out.parent = parent;
@@ -1224,6 +1253,7 @@ TunerAnswer ExpertTuner::next(const TunerView& view) {
   c.seen.insert(recipe_hash(view.baseline));
   c.evidence = weigh_evidence(workload_, stack_, state, view.baseline);
   c.cured_hangs = find_cured_hangs(c);
+  c.deepep_across_domains_fails = deepep_failed_across_domains(c);
   if (!state.view.settings.learned_rules.empty()) {
     auto learned = parse_learned_rules(state.view.settings.learned_rules, "learned rules");
     if (learned.ok()) c.learned = std::move(learned).value();

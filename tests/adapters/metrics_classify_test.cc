@@ -146,6 +146,24 @@ TEST(MetricsClassifyStrings, TheDecidingLineAndItsNumberAreReported) {
   EXPECT_EQ(failure->line_number, 5u);
 }
 
+// NVSHMEM failing to start DeepEP's transport (IBGDA across nodes on a network without it) at the
+// first dispatch prints its own lines before the child's traceback: the line naming the failure
+// decides, not the traceback after it.
+TEST(MetricsClassifyStrings, AnNvshmemStartFailureIsTheCrashsCause) {
+  const std::string nvshmem =
+      "training ...\n"
+      "/opt/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init failed "
+      "for transport: IBGDA\n"
+      "/opt/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem "
+      "initialization failed, exiting\n";
+  const std::optional<Failure> failure = classify(nvshmem + kTraceback + kChildFailed);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kCrash);
+  EXPECT_NE(failure->message.find("nvshmem initialization failed"), std::string::npos)
+      << failure->message;
+  EXPECT_EQ(failure->line_number, 3u);
+}
+
 TEST(MetricsClassifyStrings, ACleanLogShowsNoSign) {
   const MegatronLog log = log_of(
       "[rank1]:node-00:121:121 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM/read\n"

@@ -624,6 +624,47 @@ TEST_F(ExpertCampaign, RuleFourProbesNoValuePastTheMemoryLimitAndNoLeverThatMade
   EXPECT_EQ(out_of_memory, 0) << "no launch of the campaign was expected to run out of memory";
 }
 
+// The value after `flag` in a recipe's text, or "" when the flag is absent.
+std::string flag_value_of(const std::string& recipe, const std::string& flag) {
+  const std::size_t at = recipe.find(flag + " ");
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + flag.size() + 1;
+  return recipe.substr(from, recipe.find_first_of(" \n\\", from) - from);
+}
+
+// DeepEP cannot start across NVLink domains on the world's network: NVSHMEM fails. The first such
+// run names the cause in its failure, and the expert proposes no other layout with DeepEP's
+// expert group across domains (GLM-4.5's campaigns used to crash two or three times on it, 3 to 4
+// GPU-hours each).
+TEST_F(ExpertCampaign, ADeepepLayoutThatCannotStartAcrossNodesIsNotProposedAgain) {
+  std::vector<nlohmann::json> events;
+  ASSERT_FALSE(run_example("glm-4.5-b200x128", events).is_null());
+  std::int64_t failed_at = -1;
+  for (const auto& e : of_type(events, "RunFailed")) {
+    if (e["body"]["message"].get<std::string>().find("nvshmem initialization failed") ==
+        std::string::npos) {
+      continue;
+    }
+    EXPECT_EQ(failed_at, -1) << "a second DeepEP run failed across domains: " << e.dump();
+    if (failed_at == -1) failed_at = e["sequence"].get<std::int64_t>();
+  }
+  ASSERT_NE(failed_at, -1) << "the premise: a DeepEP layout across nodes was tried";
+  int later = 0;
+  for (const auto& e : of_type(events, "CandidateProposed")) {
+    if (e["sequence"].get<std::int64_t>() < failed_at || e["body"]["purpose"] != "search") {
+      continue;
+    }
+    ++later;
+    const std::string recipe = e["body"]["recipe"].get<std::string>();
+    if (flag_value_of(recipe, "--moe-token-dispatcher-type") != "flex") continue;
+    const std::string ep = flag_value_of(recipe, "--expert-model-parallel-size");
+    std::string etp = flag_value_of(recipe, "--expert-tensor-parallel-size");
+    if (etp.empty()) etp = flag_value_of(recipe, "--tensor-model-parallel-size");  // the default
+    EXPECT_LE((ep.empty() ? 1 : std::stoi(ep)) * (etp.empty() ? 1 : std::stoi(etp)), 8) << recipe;
+  }
+  EXPECT_GT(later, 0);
+}
+
 // MiniMax-M2's policy lets the rows per microbatch change (its routing has no per-microbatch
 // load-balancing loss). A deeper pipeline at one row is slower than the shallow leader, but takes
 // two rows where the shallow one runs out of memory: the expert launches the layout as the first

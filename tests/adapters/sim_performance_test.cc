@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "adapters/model/performance_model.h"
 #include "adapters/model/presets.h"
@@ -31,6 +32,16 @@ Prediction run(const Workload& w, const std::string& flags, const CostFactors& f
   Prediction p = predict(w, recipe.value(), f);
   EXPECT_TRUE(p.valid) << p.error;
   return p;
+}
+
+// Predictions of `flags` on `w`, whose model has the switch `feature` on, and on the same model
+// with it off.
+std::pair<Prediction, Prediction> on_and_off(const Workload& w, bool ModelSpec::*feature,
+                                             const std::string& flags) {
+  EXPECT_TRUE(w.model.*feature);
+  Workload off = w;
+  off.model.*feature = false;
+  return {run(w, flags), run(off, flags)};
 }
 
 // The same with Transformer Engine's CuTe DSL fused grouped MLP asked for in the environment.
@@ -349,11 +360,8 @@ TEST(SimPerformance, ExpertBiasesOutsideTheFusedGroupedMlpCostAPassOverTheExpert
       "--use-distributed-optimizer --recompute-granularity selective "
       "--recompute-modules layernorm moe_act";
   const Workload biased = workload("gpt-oss-120b", "b200", 64, 4096, 1280);
-  ASSERT_TRUE(biased.model.add_bias_linear);
-  Workload unbiased = biased;
-  unbiased.model.add_bias_linear = false;
-  const double extra =
-      run(biased, flags).breakdown.elementwise_s - run(unbiased, flags).breakdown.elementwise_s;
+  const auto [with, without] = on_and_off(biased, &ModelSpec::add_bias_linear, flags);
+  const double extra = with.breakdown.elementwise_s - without.breakdown.elementwise_s;
   const double bytes = 36.0 * 5 * 16384 * 4 * 2880 * 64;
   const HardwareSpec& hw = biased.hardware;
   EXPECT_NEAR(extra, bytes / (hw.hbm_bandwidth_gb_per_s * 1e9 * hw.hbm_efficiency), 0.02 * extra);
@@ -381,11 +389,7 @@ TEST(SimPerformance, QueryAndKeyNormsCostAPassAndKeepTheirInputs) {
       "--moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-permute-fusion "
       "--use-distributed-optimizer";
   const Workload normed = workload("qwen3-30b-a3b", "b200", 8, 4096, 256);
-  ASSERT_TRUE(normed.model.qk_layernorm);
-  Workload plain = normed;
-  plain.model.qk_layernorm = false;
-  const Prediction with = run(normed, flags);
-  const Prediction without = run(plain, flags);
+  const auto [with, without] = on_and_off(normed, &ModelSpec::qk_layernorm, flags);
   const double elements = 4096.0 * (32 + 4) * 128 * 48;
   const HardwareSpec& hw = normed.hardware;
   const double seconds =

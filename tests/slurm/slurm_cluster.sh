@@ -8,6 +8,8 @@
 #   slurm_cluster.sh stop DIR         cancels every job, waits for them, stops every daemon
 #   slurm_cluster.sh kill-node DIR NODE    SIGKILLs that node's slurmd (a crashed node)
 #   slurm_cluster.sh start-node DIR NODE   starts that node's slurmd again
+#   slurm_cluster.sh free-block PORT       prints the first block of ports from PORT on that a
+#                                          start would take (no socket holds any of them)
 #
 # Ports: PORT for slurmctld, PORT+1.. for the slurmds. PORT is a first choice: a block with a port
 # in use (any TCP socket, listening or not, per /proc/net/tcp*) is passed over for the next one, and
@@ -218,8 +220,9 @@ case "${1:-}" in
     [[ $# -eq 3 && -f $2/pid.slurmd.$3 ]] && kill -KILL "$(<"$2/pid.slurmd.$3")" && rm -f "$2/pid.slurmd.$3"
     ;;
   start-node) [[ $# -eq 3 ]] && start_slurmd "$2" "$3" ;;
+  free-block) [[ $# -eq 2 ]] && free_port_block "$2" ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

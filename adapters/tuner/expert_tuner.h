@@ -15,16 +15,20 @@
 //   3. flag classes come from the gate's classification: a candidate the policy's configuration
 //      check refuses is never proposed;
 //   4. a lever is ruled out only after two of its values were measured on the same recipe (the
-//      parent's and one more) or it is at its feasible limit: it has no other feasible value, or
-//      the costs it targets (its catalog tags) take so little of the leader's estimated step that
-//      even at twice the estimate they stay below the noise band, so no value of it can clear it
-//      (the stop record names these levers); the topology only after TP, PP, EP (MoE models), CP
-//      and DP were each probed;
+//      parent's and one more; a lever that made the leader has its other value in the leader's
+//      parent) or it is at its feasible limit: it has no other feasible value, a value the
+//      estimate expects to run out of memory, or the costs it targets (its catalog tags) take so
+//      little of the leader's estimated step that even at twice the estimate they stay below the
+//      noise band, so no value of it can clear it (the stop record names these levers); the
+//      topology only after TP, PP, EP (MoE models), CP and DP were each probed;
 //   5. a new layout starts without memory savings beyond the parent's, and a layout that runs
 //      out of memory is retried with recomputation before it is ruled out: the fastest the
 //      estimate expects to fit with room to spare, else full recomputation;
 //   6. once the layout stops changing, levers that won on earlier layouts are re-tested on the
 //      leader.
+// Failed runs teach too: a hang cured by dropping a data-parallel overlap is not repeated, and
+// after DeepEP across NVLink domains fails to start NVSHMEM (the failure's deciding line), no
+// other layout with DeepEP's expert group across domains is proposed.
 // A stop records the leader, the levers tested and the last diagnosis.
 //
 // next() is a pure function of the view (the ledger's state), so a resumed campaign asks the

@@ -126,11 +126,12 @@ std::vector<CalibrationOutlier> outliers_of_size(std::span<const CalibrationSamp
   const std::size_t kept_from = *best_low;
   const std::size_t kept_to = n - size + *best_low;
   const double others_mean = mean_of(values(kept_from, kept_to));
+  // The runs left out, in the samples' order.
+  std::vector<std::size_t> left_out(order.begin(), order.begin() + static_cast<long>(kept_from));
+  left_out.insert(left_out.end(), order.begin() + static_cast<long>(kept_to), order.end());
+  std::sort(left_out.begin(), left_out.end());
   std::vector<CalibrationOutlier> out;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t rank =
-        static_cast<std::size_t>(std::find(order.begin(), order.end(), i) - order.begin());
-    if (rank >= kept_from && rank < kept_to) continue;
+  for (const std::size_t i : left_out) {
     out.push_back(
         {samples[i].run_id, samples[i].tokens_per_s_per_gpu, others_mean, narrowest, false, {}});
   }

@@ -62,9 +62,9 @@ std::string percent(double fraction) {
   return out.str();
 }
 
-bool expert_group_crosses_domain(const sim::Workload& w, const sim::ResolvedLayout& r) {
-  const int etp = r.layout.etp > 0 ? r.layout.etp : r.layout.tp;
-  return w.model.num_experts > 0 && r.layout.ep * etp > w.hardware.nvlink_domain_gpus;
+bool expert_group_crosses_domain(const sim::Workload& w, const sim::Layout& l) {
+  const int etp = l.etp > 0 ? l.etp : l.tp;
+  return w.model.num_experts > 0 && l.ep * etp > w.hardware.nvlink_domain_gpus;
 }
 
 std::optional<sim::ResolvedLayout> resolved_of(const sim::Workload& w, const Recipe& recipe) {
@@ -88,7 +88,7 @@ std::set<std::string> changed_degrees(const sim::ResolvedLayout& a, const sim::R
 // The catalog lever that names a layout change best.
 std::string layout_lever_name(const sim::Workload& w, const sim::ResolvedLayout& from,
                               const sim::ResolvedLayout& to) {
-  if (expert_group_crosses_domain(w, from) && !expert_group_crosses_domain(w, to)) {
+  if (expert_group_crosses_domain(w, from.layout) && !expert_group_crosses_domain(w, to.layout)) {
     return "expert-parallel-inside-node";
   }
   if (to.layout.tp < from.layout.tp && to.layout.pp > from.layout.pp) {
@@ -128,7 +128,7 @@ std::string cost_text(const Cost& cost, double step) {
 std::vector<Cost> exposed_costs(const sim::Workload& w, const Recipe& recipe,
                                 const sim::Prediction& p) {
   auto resolved = resolved_of(w, recipe);
-  const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
+  const bool cross = resolved && expert_group_crosses_domain(w, resolved->layout);
   const bool offload = resolved && resolved->layout.optimizer_cpu_offload;
   const sim::Breakdown& b = p.breakdown;
   return {
@@ -188,7 +188,7 @@ std::optional<ExpertDiagnosis> diagnose_profile(const sim::Workload& w, const Re
     if (stage.stage == profile.slowest_stage) slowest = &stage;
   }
   auto resolved = resolved_of(w, recipe);
-  const bool cross = resolved && expert_group_crosses_domain(w, *resolved);
+  const bool cross = resolved && expert_group_crosses_domain(w, resolved->layout);
   std::vector<Cost> costs;
   for (const CommTime& comm : slowest->exposed_comm) {
     if (auto bottleneck = bottleneck_of_comm(comm.kind, cross)) {
@@ -547,12 +547,11 @@ bool same_dp_overlaps(const sim::Layout& a, const sim::Layout& b) {
          a.overlap_param_gather == b.overlap_param_gather;
 }
 
-// Whether `l` runs DeepEP with its expert group across NVLink domains.
+// Whether `l` runs DeepEP (--moe-enable-deepep reads as its backend) with its expert group across
+// NVLink domains.
 bool deepep_across_domains(const sim::Workload& w, const sim::Layout& l) {
-  const int etp = l.etp > 0 ? l.etp : l.tp;
-  return w.model.num_experts > 0 && l.dispatcher == sim::Dispatcher::kFlex &&
-         (l.flex_backend == sim::FlexBackend::kDeepep || l.moe_enable_deepep) &&
-         l.ep * etp > w.hardware.nvlink_domain_gpus;
+  return l.dispatcher == sim::Dispatcher::kFlex && l.flex_backend == sim::FlexBackend::kDeepep &&
+         expert_group_crosses_domain(w, l);
 }
 
 // Whether a search run of DeepEP across NVLink domains failed because NVSHMEM could not start
@@ -569,13 +568,9 @@ bool deepep_failed_across_domains(const Context& c) {
   return false;
 }
 
-// Whether `recipe` repeats a hang this campaign cured: the parallel degrees and data-parallel
-// overlaps of a run that hung, which dropping one overlap cured.
-bool repeats_cured_hang(const Context& c, const Recipe& recipe) {
-  if (c.cured_hangs.empty()) return false;
-  auto layout = sim::decode_layout(c.w, recipe);
-  if (!layout.ok()) return false;
-  const sim::Layout& l = layout.value();
+// Whether the layout `l` repeats a hang this campaign cured: the parallel degrees and
+// data-parallel overlaps of a run that hung, which dropping one overlap cured.
+bool repeats_cured_hang(const Context& c, const sim::Layout& l) {
   return std::any_of(c.cured_hangs.begin(), c.cured_hangs.end(), [&](const sim::Layout& h) {
     return l.tp == h.tp && l.pp == h.pp && l.cp == h.cp && l.ep == h.ep && l.etp == h.etp &&
            same_dp_overlaps(l, h);
@@ -583,8 +578,8 @@ bool repeats_cured_hang(const Context& c, const Recipe& recipe) {
 }
 
 // A candidate from `parent` to `recipe` if the rules let it be proposed: one lever, not seen,
-// allowed by the policy, valid for Megatron, not a repeat of a cured hang. Fills recipe, parent,
-// set; the caller scores it.
+// allowed by the policy, valid for Megatron, not a repeat of a cured hang, not DeepEP across
+// domains after it failed to start there. Fills recipe, parent, set; the caller scores it.
 std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, RunId parent,
                                     Recipe recipe) {
   const std::vector<std::string> levers =
@@ -592,10 +587,13 @@ std::optional<Candidate> admissible(Context& c, const Recipe& parent_recipe, Run
   if (levers.size() != 1) return std::nullopt;  // rule 2
   if (c.seen.contains(recipe_hash(recipe))) return std::nullopt;
   if (!check_config(c.policy, c.baseline, recipe).allowed) return std::nullopt;  // rule 3
-  if (repeats_cured_hang(c, recipe)) return std::nullopt;
-  if (c.deepep_across_domains_fails) {
+  if (!c.cured_hangs.empty() || c.deepep_across_domains_fails) {
     auto layout = sim::decode_layout(c.w, recipe);
-    if (layout.ok() && deepep_across_domains(c.w, layout.value())) return std::nullopt;
+    if (layout.ok() &&
+        (repeats_cured_hang(c, layout.value()) ||
+         (c.deepep_across_domains_fails && deepep_across_domains(c.w, layout.value())))) {
+      return std::nullopt;
+    }
   }
   Candidate out;
   out.recipe = std::move(recipe);

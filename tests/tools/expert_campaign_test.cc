@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "events/recipe.h"
 #include "projections/final_stage.h"
 #include "projections/text_table.h"
 #include "tests/tools/private_data_home.h"
@@ -624,14 +625,6 @@ TEST_F(ExpertCampaign, RuleFourProbesNoValuePastTheMemoryLimitAndNoLeverThatMade
   EXPECT_EQ(out_of_memory, 0) << "no launch of the campaign was expected to run out of memory";
 }
 
-// The value after `flag` in a recipe's text, or "" when the flag is absent.
-std::string flag_value_of(const std::string& recipe, const std::string& flag) {
-  const std::size_t at = recipe.find(flag + " ");
-  if (at == std::string::npos) return "";
-  const std::size_t from = at + flag.size() + 1;
-  return recipe.substr(from, recipe.find_first_of(" \n\\", from) - from);
-}
-
 // DeepEP cannot start across NVLink domains on the world's network: NVSHMEM fails. The first such
 // run names the cause in its failure, and the expert proposes no other layout with DeepEP's
 // expert group across domains (GLM-4.5's campaigns used to crash two or three times on it, 3 to 4
@@ -655,12 +648,18 @@ TEST_F(ExpertCampaign, ADeepepLayoutThatCannotStartAcrossNodesIsNotProposedAgain
       continue;
     }
     ++later;
-    const std::string recipe = e["body"]["recipe"].get<std::string>();
-    if (flag_value_of(recipe, "--moe-token-dispatcher-type") != "flex") continue;
-    const std::string ep = flag_value_of(recipe, "--expert-model-parallel-size");
-    std::string etp = flag_value_of(recipe, "--expert-tensor-parallel-size");
-    if (etp.empty()) etp = flag_value_of(recipe, "--tensor-model-parallel-size");  // the default
-    EXPECT_LE((ep.empty() ? 1 : std::stoi(ep)) * (etp.empty() ? 1 : std::stoi(etp)), 8) << recipe;
+    const Result<Recipe> recipe = parse_recipe(e["body"]["recipe"].get<std::string>());
+    ASSERT_TRUE(recipe.ok()) << recipe.error();
+    const auto value = [&](const std::string& flag, const std::string& absent) {
+      const auto found = recipe->flags.find(flag);
+      return std::stoi(found == recipe->flags.end() ? absent : found->second);
+    };
+    const auto dispatcher = recipe->flags.find("--moe-token-dispatcher-type");
+    if (dispatcher == recipe->flags.end() || dispatcher->second != "flex") continue;
+    // Megatron's default expert tensor parallelism is the tensor parallelism.
+    const int etp = value("--expert-tensor-parallel-size",
+                          std::to_string(value("--tensor-model-parallel-size", "1")));
+    EXPECT_LE(value("--expert-model-parallel-size", "1") * etp, 8) << canonical_text(*recipe);
   }
   EXPECT_GT(later, 0);
 }

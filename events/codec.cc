@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -84,6 +85,31 @@ wire::FailureClass to_wire(FailureClass value) {
       return wire::FailureClass::INFRA;
     case FailureClass::kPruned:
       return wire::FailureClass::PRUNED;
+  }
+  abort_on_invalid_enum();
+}
+
+// The causes in wire order; the wire's ordinals are fixed, so the table pairs them by name.
+constexpr std::pair<FailureCause, wire::FailureCause> kFailureCauses[] = {
+    {FailureCause::kUnknown, wire::FailureCause::UNKNOWN},
+    {FailureCause::kOutOfMemory, wire::FailureCause::OUT_OF_MEMORY},
+    {FailureCause::kGpuFault, wire::FailureCause::GPU_FAULT},
+    {FailureCause::kNodeFailure, wire::FailureCause::NODE_FAILURE},
+    {FailureCause::kNonFiniteValue, wire::FailureCause::NON_FINITE_VALUE},
+    {FailureCause::kIllegalMemoryAccess, wire::FailureCause::ILLEGAL_MEMORY_ACCESS},
+    {FailureCause::kDuplicateGpu, wire::FailureCause::DUPLICATE_GPU},
+    {FailureCause::kTransportStart, wire::FailureCause::TRANSPORT_START},
+    {FailureCause::kNetwork, wire::FailureCause::NETWORK},
+    {FailureCause::kStorage, wire::FailureCause::STORAGE},
+    {FailureCause::kPreemption, wire::FailureCause::PREEMPTION},
+    {FailureCause::kCollectiveTimeout, wire::FailureCause::COLLECTIVE_TIMEOUT},
+    {FailureCause::kTimeLimit, wire::FailureCause::TIME_LIMIT},
+    {FailureCause::kNoProgress, wire::FailureCause::NO_PROGRESS},
+};
+
+wire::FailureCause to_wire(FailureCause value) {
+  for (const auto& [cause, wired] : kFailureCauses) {
+    if (cause == value) return wired;
   }
   abort_on_invalid_enum();
 }
@@ -179,6 +205,13 @@ std::optional<ObjectiveClass> from_wire(wire::ObjectiveClass value) {
       return ObjectiveClass::kNumeric;
     case wire::ObjectiveClass::OTHER:
       return ObjectiveClass::kOther;
+  }
+  return std::nullopt;
+}
+
+std::optional<FailureCause> from_wire(wire::FailureCause value) {
+  for (const auto& [cause, wired] : kFailureCauses) {
+    if (wired == value) return cause;
   }
   return std::nullopt;
 }
@@ -464,6 +497,7 @@ void write(const RunFailed& value, BodyBuilder body) {
   out.setFailureClass(to_wire(value.failure_class));
   out.setMessage(as_text(value.message));
   out.setNode(as_text(value.node));
+  out.setCause(to_wire(value.cause));
 }
 
 void write(const Charged& value, BodyBuilder body) {
@@ -819,6 +853,7 @@ RunFailed read(wire::RunFailed::Reader in, Problems& problems) {
   value.failure_class = read_enum(in.getFailureClass(), "RunFailed.failure_class", problems);
   value.message = read_text(in.getMessage());
   value.node = read_text(in.getNode());
+  value.cause = read_enum(in.getCause(), "RunFailed.cause", problems);
   return value;
 }
 

@@ -28,6 +28,26 @@ enum class ObjectiveClass : std::uint8_t { kStructural, kSameMath, kNumeric, kOt
 // steady steps), scored zero; not a fault of the recipe or the cluster.
 enum class FailureClass : std::uint8_t { kOom, kHang, kCrash, kInfra, kPruned };
 
+// What a failed run's deciding evidence names as the cause, finer than its class: the mark the
+// log reader matched, or the launcher's fact. kUnknown when the evidence names no cause in this
+// list (a traceback, an assertion, Slurm's FAILED).
+enum class FailureCause : std::uint8_t {
+  kUnknown,
+  kOutOfMemory,          // CUDA, cuBLAS or NCCL could not allocate; Slurm's OUT_OF_MEMORY
+  kGpuFault,             // a critical Xid, an uncorrectable ECC error, a GPU off the bus
+  kNodeFailure,          // Slurm's node failure, NODE_FAIL or BOOT_FAIL
+  kNonFiniteValue,       // Megatron's NaN/Inf check, or a logged loss or norm not finite
+  kIllegalMemoryAccess,  // a kernel's illegal memory access
+  kDuplicateGpu,         // NCCL: two ranks on one GPU
+  kTransportStart,       // NVSHMEM (DeepEP's transport) could not start
+  kNetwork,              // NCCL's network or system error, InfiniBand verbs, a NET plugin
+  kStorage,              // an I/O error, a stale file handle, a full disk or quota
+  kPreemption,           // Slurm preempted the job
+  kCollectiveTimeout,    // NCCL's watchdog caught a collective that did not finish
+  kTimeLimit,            // Slurm's time limit, TIMEOUT or DEADLINE
+  kNoProgress,           // the log stopped growing past the hang timeout
+};
+
 enum class RefusalReason : std::uint8_t {
   kDuplicate,       // canonical hash equals a recipe already run
   kMultipleLevers,  // more than one lever or coupled set
@@ -207,6 +227,7 @@ struct RunFailed {
   FailureClass failure_class = FailureClass::kCrash;
   std::string message;  // the log line or scheduler state that decided the class
   std::string node;     // the node blamed, when known (infrastructure failures)
+  FailureCause cause = FailureCause::kUnknown;  // what the deciding evidence names
 
   friend bool operator==(const RunFailed&, const RunFailed&) = default;
 };
@@ -394,6 +415,7 @@ const char* body_name(const Body& body);
 const char* to_string(RunPurpose value);
 const char* to_string(ObjectiveClass value);
 const char* to_string(FailureClass value);
+const char* to_string(FailureCause value);
 const char* to_string(RefusalReason value);
 const char* to_string(Account value);
 const char* to_string(Verdict value);

@@ -168,7 +168,8 @@ json fields(const RunFailed& value) {
   return {{"run_id", value.run_id},
           {"failure_class", to_string(value.failure_class)},
           {"message", value.message},
-          {"node", value.node}};
+          {"node", value.node},
+          {"cause", to_string(value.cause)}};
 }
 
 json fields(const Charged& value) {

@@ -11,6 +11,11 @@ $import "/capnp/c++.capnp".namespace("attune::wire");
 enum RunPurpose { calibration @0; search @1; check @2; retry @3; }
 enum ObjectiveClass { structural @0; sameMath @1; numeric @2; other @3; }
 enum FailureClass { oom @0; hang @1; crash @2; infra @3; pruned @4; }
+enum FailureCause {
+  unknown @0; outOfMemory @1; gpuFault @2; nodeFailure @3; nonFiniteValue @4;
+  illegalMemoryAccess @5; duplicateGpu @6; transportStart @7; network @8; storage @9;
+  preemption @10; collectiveTimeout @11; timeLimit @12; noProgress @13;
+}
 enum RefusalReason {
   duplicate @0; multipleLevers @1; layer1 @2; budget @3; concurrency @4; invalid @5;
 }
@@ -150,6 +155,7 @@ struct RunFailed {
   failureClass @1 :FailureClass;
   message @2 :Text;
   node @3 :Text;
+  cause @4 :FailureCause;  # unknown in ledgers written before it
 }
 
 struct Charged {

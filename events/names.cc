@@ -61,6 +61,40 @@ const char* to_string(FailureClass value) {
   return "?";
 }
 
+const char* to_string(FailureCause value) {
+  switch (value) {
+    case FailureCause::kUnknown:
+      return "unknown";
+    case FailureCause::kOutOfMemory:
+      return "out-of-memory";
+    case FailureCause::kGpuFault:
+      return "gpu-fault";
+    case FailureCause::kNodeFailure:
+      return "node-failure";
+    case FailureCause::kNonFiniteValue:
+      return "non-finite-value";
+    case FailureCause::kIllegalMemoryAccess:
+      return "illegal-memory-access";
+    case FailureCause::kDuplicateGpu:
+      return "duplicate-gpu";
+    case FailureCause::kTransportStart:
+      return "transport-start";
+    case FailureCause::kNetwork:
+      return "network";
+    case FailureCause::kStorage:
+      return "storage";
+    case FailureCause::kPreemption:
+      return "preemption";
+    case FailureCause::kCollectiveTimeout:
+      return "collective-timeout";
+    case FailureCause::kTimeLimit:
+      return "time-limit";
+    case FailureCause::kNoProgress:
+      return "no-progress";
+  }
+  return "?";
+}
+
 const char* to_string(RefusalReason value) {
   switch (value) {
     case RefusalReason::kDuplicate:

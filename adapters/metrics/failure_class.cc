@@ -89,6 +89,7 @@ Ranked from_sign(const MegatronLog& log, const SignLine& sign) {
   out.evidence.file = sign.file < log.files.size() ? log.files[sign.file] : std::string();
   out.evidence.line_number = sign.line_number;
   out.evidence.why = meaning.why;
+  out.evidence.cause = sign.cause;
   if (sign.superseded) {
     out.rank += kRankSuperseded;
     out.evidence.why += "; training went on after it";
@@ -99,34 +100,41 @@ Ranked from_sign(const MegatronLog& log, const SignLine& sign) {
   return out;
 }
 
-Ranked from_fact(int rank, FailureClass failure_class, std::string message, std::string why) {
+Ranked from_fact(int rank, FailureClass failure_class, std::string message, std::string why,
+                 FailureCause cause = FailureCause::kUnknown) {
   Ranked out;
   out.rank = rank;
   out.file = UINT32_MAX;
   out.evidence.failure_class = failure_class;
   out.evidence.message = std::move(message);
   out.evidence.why = std::move(why);
+  out.evidence.cause = cause;
   return out;
 }
 
 void add_state_evidence(const std::string& state, const JobOutcome& job, std::vector<Ranked>& out) {
   const std::string said = "final state " + state;
+  const char* launcher = "the launcher's state";
   if (state == "OUT_OF_MEMORY") {
-    out.push_back(from_fact(kRankOomState, FailureClass::kOom, said, "the launcher's state"));
+    out.push_back(
+        from_fact(kRankOomState, FailureClass::kOom, said, launcher, FailureCause::kOutOfMemory));
   } else if (state == "NODE_FAIL" || state == "BOOT_FAIL") {
-    out.push_back(from_fact(kRankNodeState, FailureClass::kInfra, said, "the launcher's state"));
+    out.push_back(from_fact(kRankNodeState, FailureClass::kInfra, said, launcher,
+                            FailureCause::kNodeFailure));
   } else if (state == "PREEMPTED" || (state == "CANCELLED" && !job.log_silent)) {
     out.push_back(
-        from_fact(kRankCancelledState, FailureClass::kInfra, said, "cancelled by someone else"));
+        from_fact(kRankCancelledState, FailureClass::kInfra, said, "cancelled by someone else",
+                  state == "PREEMPTED" ? FailureCause::kPreemption : FailureCause::kUnknown));
   } else if (state == "TIMEOUT" || state == "DEADLINE") {
-    out.push_back(
-        from_fact(kRankSilentOrTimeoutState, FailureClass::kHang, said, "the launcher's state"));
+    out.push_back(from_fact(kRankSilentOrTimeoutState, FailureClass::kHang, said, launcher,
+                            FailureCause::kTimeLimit));
   } else if (state == "FAILED") {
-    out.push_back(from_fact(kRankFailedState, FailureClass::kCrash, said, "the launcher's state"));
+    out.push_back(from_fact(kRankFailedState, FailureClass::kCrash, said, launcher));
   }
   if (job.log_silent) {
     out.push_back(from_fact(kRankSilentOrTimeoutState, FailureClass::kHang,
-                            "log silent past the hang timeout", "the hang detector"));
+                            "log silent past the hang timeout", "the hang detector",
+                            FailureCause::kNoProgress));
   }
 }
 
@@ -172,7 +180,7 @@ void add_divergence_evidence(const MegatronLog& log, std::vector<Ranked>& out) {
       from_fact(kRankDiverged, FailureClass::kCrash,
                 std::string("iteration ") + std::to_string(last.iteration) + " reports " +
                     (loss_bad ? "an lm loss" : "a grad norm") + " that is not finite",
-                "training diverged");
+                "training diverged", FailureCause::kNonFiniteValue);
   diverged.file = last.file;
   diverged.evidence.file = last.file < log.files.size() ? log.files[last.file] : std::string();
   diverged.evidence.line_number = last.line_number;
@@ -262,6 +270,7 @@ std::optional<Failure> classify_failure(const MegatronLog& log, const JobOutcome
   failure.suspected = decided.suspected;
   failure.file = decided.file;
   failure.why = decided.why;
+  failure.cause = decided.cause;
   failure.alternatives = alternatives_of(ranked);
   // Without a launcher's task reports, the host pdsh labelled the deciding line with, or the one
   // the line names itself.

@@ -57,6 +57,7 @@ struct Evidence {
   std::string file;        // the log file of that line; empty for the launcher's facts
   std::uint64_t line_number = 0;  // of that log line; 0 when the launcher's facts decided
   std::string why;                // what kind of evidence it is, in a few words
+  FailureCause cause = FailureCause::kUnknown;  // the cause the line or fact names
 
   friend bool operator==(const Evidence&, const Evidence&) = default;
 };
@@ -68,6 +69,7 @@ struct Failure {
   bool suspected = false;         // infra (suspected): the retry rule decides
   std::string file;               // the file of the deciding line, when the log was several
   std::string why;                // the deciding evidence's kind
+  FailureCause cause = FailureCause::kUnknown;  // the cause the deciding evidence names
   // The rest of the evidence, strongest first, one per class and kind (at most kAlternativesMax).
   std::vector<Evidence> alternatives;
   // Hosts whose tasks exited with an error (Slurm's task reports), and those tasks.

@@ -41,6 +41,7 @@ RunOutcome LogMetricsSource::measure(const std::string& log_text, const JobRepor
       failed.failure_class = reading.failure->failure_class;
       // "suspected: " marks an infra class the log alone could not prove; the retry rule decides.
       failed.message = (reading.failure->suspected ? "suspected: " : "") + reading.failure->message;
+      failed.cause = reading.failure->cause;
       return failed;
     case ReadingKind::kBadRequest:
     case ReadingKind::kIncomplete:
@@ -48,6 +49,7 @@ RunOutcome LogMetricsSource::measure(const std::string& log_text, const JobRepor
       failed.failure_class = spec.pruned            ? FailureClass::kPruned
                              : spec.log_went_silent ? FailureClass::kHang
                                                     : FailureClass::kCrash;
+      if (spec.log_went_silent && !spec.pruned) failed.cause = FailureCause::kNoProgress;
       failed.message = "no complete measurement window: " + reading.reason;
       return failed;
   }

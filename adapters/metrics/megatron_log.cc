@@ -27,35 +27,47 @@ constexpr std::size_t kSrunLabelDigitsMax = 7;
 
 // Marks of each failure sign, matched anywhere in a line. From megatron_lm.md §2.3, plus the
 // Slurm and NCCL messages that name a node failure, a preemption, a time limit or a dead link.
-constexpr std::string_view kOutOfMemoryMarks[] = {
-    "OutOfMemoryError",
-    "CUDA out of memory",
-    "CUDA error: out of memory",
-    "'out of memory'",  // NCCL: Cuda failure 2 'out of memory'
-    "CUBLAS_STATUS_ALLOC_FAILED",
+// A mark of a failure sign, and the cause it names.
+struct Mark {
+  std::string_view text;
+  FailureCause cause;
 };
-constexpr std::string_view kHardwareFaultMarks[] = {
-    "Critical Xid Error", "NVRM: Xid",           "uncorrectable ECC error",
-    "fallen off the bus", "DUE TO NODE FAILURE", "Node failure on",
+
+constexpr Mark kOutOfMemoryMarks[] = {
+    {"OutOfMemoryError", FailureCause::kOutOfMemory},
+    {"CUDA out of memory", FailureCause::kOutOfMemory},
+    {"CUDA error: out of memory", FailureCause::kOutOfMemory},
+    {"'out of memory'", FailureCause::kOutOfMemory},  // NCCL: Cuda failure 2 'out of memory'
+    {"CUBLAS_STATUS_ALLOC_FAILED", FailureCause::kOutOfMemory},
 };
-constexpr std::string_view kInfrastructureMarks[] = {
-    "ncclSystemError",
-    "ncclInternalError",
-    "unhandled system error",
-    "NET/IB : Got completion from peer",
-    "Failed to initialize any NET plugin",
-    "NCCL WARN Call to ibv_",  // an InfiniBand verbs call failed in NCCL's network layer
-    "Input/output error",      // EIO from the filesystem
-    "PytorchStreamWriter failed writing file",  // torch.save: the storage refused the write
-    "Could not find NET with id",
-    "Stale file handle",
-    "No space left on device",
-    "Disk quota exceeded",
-    "DUE TO PREEMPTION",
+constexpr Mark kHardwareFaultMarks[] = {
+    {"Critical Xid Error", FailureCause::kGpuFault},
+    {"NVRM: Xid", FailureCause::kGpuFault},
+    {"uncorrectable ECC error", FailureCause::kGpuFault},
+    {"fallen off the bus", FailureCause::kGpuFault},
+    {"DUE TO NODE FAILURE", FailureCause::kNodeFailure},
+    {"Node failure on", FailureCause::kNodeFailure},
 };
-constexpr std::string_view kCollectiveTimeoutMarks[] = {
-    "Watchdog caught collective operation timeout",
-    "DUE TO TIME LIMIT",
+constexpr Mark kInfrastructureMarks[] = {
+    {"ncclSystemError", FailureCause::kNetwork},
+    {"ncclInternalError", FailureCause::kNetwork},
+    {"unhandled system error", FailureCause::kNetwork},
+    {"NET/IB : Got completion from peer", FailureCause::kNetwork},
+    {"Failed to initialize any NET plugin", FailureCause::kNetwork},
+    // An InfiniBand verbs call failed in NCCL's network layer.
+    {"NCCL WARN Call to ibv_", FailureCause::kNetwork},
+    {"Input/output error", FailureCause::kStorage},  // EIO from the filesystem
+    // torch.save: the storage refused the write.
+    {"PytorchStreamWriter failed writing file", FailureCause::kStorage},
+    {"Could not find NET with id", FailureCause::kNetwork},
+    {"Stale file handle", FailureCause::kStorage},
+    {"No space left on device", FailureCause::kStorage},
+    {"Disk quota exceeded", FailureCause::kStorage},
+    {"DUE TO PREEMPTION", FailureCause::kPreemption},
+};
+constexpr Mark kCollectiveTimeoutMarks[] = {
+    {"Watchdog caught collective operation timeout", FailureCause::kCollectiveTimeout},
+    {"DUE TO TIME LIMIT", FailureCause::kTimeLimit},
 };
 // Slurm's word on the whole job: true whatever the training did before it.
 constexpr std::string_view kJobLevelMarks[] = {
@@ -63,13 +75,14 @@ constexpr std::string_view kJobLevelMarks[] = {
     "DUE TO NODE FAILURE",
     "DUE TO PREEMPTION",
 };
-constexpr std::string_view kProgramErrorMarks[] = {
-    "Unexpected result",  // Megatron's rerun state machine: NaN/Inf/spiky loss or grad norm
-    "illegal memory access",
-    "Duplicate GPU detected",  // NCCL: two ranks launched on one GPU
+constexpr Mark kProgramErrorMarks[] = {
+    // Megatron's rerun state machine: NaN/Inf/spiky loss or grad norm.
+    {"Unexpected result", FailureCause::kNonFiniteValue},
+    {"illegal memory access", FailureCause::kIllegalMemoryAccess},
+    {"Duplicate GPU detected", FailureCause::kDuplicateGpu},  // NCCL: two ranks on one GPU
     // NVSHMEM (DeepEP's transport) could not start: no transport reaches the peers, such as
     // IBGDA across nodes on a network without it. A setting of the job, not a passing fault.
-    "nvshmem initialization failed",
+    {"nvshmem initialization failed", FailureCause::kTransportStart},
 };
 // A peer that vanished may have crashed for a reason of its own that this log does not show.
 constexpr std::string_view kSuspectedInfrastructureMarks[] = {
@@ -100,6 +113,18 @@ bool contains_any(std::string_view text, std::span<const std::string_view> marks
   return std::any_of(marks.begin(), marks.end(), [text](std::string_view mark) {
     return text.find(mark) != std::string_view::npos;
   });
+}
+
+// The first of `marks` that `text` contains; nullptr when none.
+const Mark* first_mark(std::string_view text, std::span<const Mark> marks) {
+  const auto found = std::find_if(marks.begin(), marks.end(), [text](const Mark& mark) {
+    return text.find(mark.text) != std::string_view::npos;
+  });
+  return found == marks.end() ? nullptr : &*found;
+}
+
+bool contains_any(std::string_view text, std::span<const Mark> marks) {
+  return first_mark(text, marks) != nullptr;
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -621,6 +646,34 @@ std::optional<FailureSign> sign_of(std::string_view line, std::string_view text,
   return std::nullopt;
 }
 
+// The cause a line of kind `sign` names: its mark's; kUnknown for a sign whose marks name none
+// (an exception line, an NCCL error without a cause, an echo).
+FailureCause cause_of(FailureSign sign, std::string_view line) {
+  std::span<const Mark> marks;
+  switch (sign) {
+    case FailureSign::kOutOfMemory:
+      marks = kOutOfMemoryMarks;
+      break;
+    case FailureSign::kHardwareFault:
+      marks = kHardwareFaultMarks;
+      break;
+    case FailureSign::kInfrastructure:
+      marks = kInfrastructureMarks;
+      break;
+    case FailureSign::kCollectiveTimeout:
+      marks = kCollectiveTimeoutMarks;
+      break;
+    case FailureSign::kProgramError:
+      marks = kProgramErrorMarks;
+      break;
+    case FailureSign::kSuspectedInfrastructure:
+    case FailureSign::kErrorEcho:
+      break;
+  }
+  const Mark* mark = first_mark(line, marks);
+  return mark ? mark->cause : FailureCause::kUnknown;
+}
+
 std::size_t indentation(std::string_view content) {
   std::size_t i = 0;
   while (i < content.size() && is_space(content[i])) ++i;
@@ -987,6 +1040,7 @@ void MegatronLogReader::add_sign(FailureSign sign, std::string_view line, LineSo
   entry.line_number = line_number;
   entry.text = std::string(line.substr(0, kSignLineBytesMax));
   entry.sign = sign;
+  entry.cause = cause_of(sign, line);
   entry.file = static_cast<std::uint32_t>(log_.files.size() - 1);
   entry.source = source;
   log_.signs.push_back(std::move(entry));

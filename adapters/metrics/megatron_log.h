@@ -56,6 +56,8 @@
 #include <string_view>
 #include <vector>
 
+#include "events/event.h"
+
 namespace attune {
 
 constexpr std::size_t kPrefixesMax = 4;
@@ -161,7 +163,8 @@ struct SignLine {
   std::uint64_t line_number = 0;  // 1-based, within its file
   std::string text;               // the whole line, cut to kSignLineBytesMax bytes
   FailureSign sign = FailureSign::kErrorEcho;
-  std::uint32_t file = 0;  // index into MegatronLog::files
+  FailureCause cause = FailureCause::kUnknown;  // what its mark names (events/event.h)
+  std::uint32_t file = 0;                       // index into MegatronLog::files
   LineSource source;
   std::string host;  // pdsh's host label of the line, when it had one
   // It came before its file's first line of the training program: the batch script's preamble

@@ -554,12 +554,11 @@ bool deepep_across_domains(const sim::Workload& w, const sim::Layout& l) {
          expert_group_crosses_domain(w, l);
 }
 
-// Whether a search run of DeepEP across NVLink domains failed because NVSHMEM could not start
-// (the failure's deciding line names it).
+// Whether a search run of DeepEP across NVLink domains failed because its transport (NVSHMEM)
+// could not start: the cause the failure's deciding evidence names.
 bool deepep_failed_across_domains(const Context& c) {
   for (const auto& [id, run] : c.state.runs) {
-    if (!searched(run) || !run.failed ||
-        run.failed->message.find("nvshmem initialization failed") == std::string::npos) {
+    if (!searched(run) || !run.failed || run.failed->cause != FailureCause::kTransportStart) {
       continue;
     }
     auto layout = sim::decode_layout(c.w, recipe_of(c.state, id, c.baseline));

@@ -27,8 +27,9 @@
 //   6. once the layout stops changing, levers that won on earlier layouts are re-tested on the
 //      leader.
 // Failed runs teach too: a hang cured by dropping a data-parallel overlap is not repeated, and
-// after DeepEP across NVLink domains fails to start NVSHMEM (the failure's deciding line), no
-// other layout with DeepEP's expert group across domains is proposed.
+// after DeepEP across NVLink domains fails because its transport cannot start (the cause that the
+// failure's deciding evidence names: NVSHMEM's start-up), no other layout with DeepEP's expert
+// group across domains is proposed.
 // A stop records the leader, the levers tested and the last diagnosis.
 //
 // next() is a pure function of the view (the ledger's state), so a resumed campaign asks the

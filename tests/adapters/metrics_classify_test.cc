@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "adapters/metrics/failure_class.h"
 #include "adapters/metrics/megatron_log.h"
@@ -162,6 +163,43 @@ TEST(MetricsClassifyStrings, AnNvshmemStartFailureIsTheCrashsCause) {
   EXPECT_NE(failure->message.find("nvshmem initialization failed"), std::string::npos)
       << failure->message;
   EXPECT_EQ(failure->line_number, 3u);
+  EXPECT_EQ(failure->cause, FailureCause::kTransportStart);
+}
+
+// The cause is the deciding line's mark, or the launcher's fact; a line that names no cause in
+// the list (an assertion, a vanished peer) leaves it unknown.
+TEST(MetricsClassifyStrings, TheDecidingEvidenceNamesItsCause) {
+  const std::pair<std::string, FailureCause> lines[] = {
+      {std::string(kTraceback) + kOomRecent, FailureCause::kOutOfMemory},
+      {std::string(kNcclTimeout) + "\n" + kNcclTimeoutFollowUps, FailureCause::kCollectiveTimeout},
+      {std::string(kTraceback) + kNcclSystemError + kChildFailed, FailureCause::kNetwork},
+      {kNcclRemoteError, FailureCause::kUnknown},
+      {"srun: error: Node failure on node-07", FailureCause::kNodeFailure},
+      {"RuntimeError: CUDA error: uncorrectable ECC error encountered", FailureCause::kGpuFault},
+      {"OSError: [Errno 116] Stale file handle", FailureCause::kStorage},
+      {kNanCheckDisabled, FailureCause::kNonFiniteValue},
+      {kNanCheckValidate, FailureCause::kNonFiniteValue},
+      {kConfigAssertion, FailureCause::kUnknown},
+      {kIllegalAccess, FailureCause::kIllegalMemoryAccess},
+  };
+  for (const auto& [text, cause] : lines) {
+    const std::optional<Failure> failure = classify(text);
+    ASSERT_TRUE(failure.has_value()) << text;
+    EXPECT_EQ(failure->cause, cause) << text << " -> " << to_string(failure->cause);
+  }
+  const std::pair<std::string, FailureCause> states[] = {
+      {"OUT_OF_MEMORY", FailureCause::kOutOfMemory},
+      {"NODE_FAIL", FailureCause::kNodeFailure},
+      {"TIMEOUT", FailureCause::kTimeLimit},
+      {"PREEMPTED", FailureCause::kPreemption},
+      {"FAILED", FailureCause::kUnknown},
+  };
+  for (const auto& [state, cause] : states) {
+    const std::optional<Failure> failure = classify("training ...", state);
+    ASSERT_TRUE(failure.has_value()) << state;
+    EXPECT_EQ(failure->cause, cause) << state << " -> " << to_string(failure->cause);
+  }
+  EXPECT_EQ(classify("training ...", "CANCELLED", true)->cause, FailureCause::kNoProgress);
 }
 
 TEST(MetricsClassifyStrings, ACleanLogShowsNoSign) {

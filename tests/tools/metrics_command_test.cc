@@ -28,7 +28,9 @@ std::string job(const std::string& id) {
 TEST(MetricsCommand, ABadNodeIsInfraWithItsLineItsFileAndTheNode) {
   const auto run = attune("metrics " + job("2611382"));
   EXPECT_EQ(run.exit_code, 1) << run.err;
-  EXPECT_NE(run.out.find("failed: infra (network, storage or system error)"), std::string::npos)
+  // Line 261 is NCCL's "Failed to initialize any NET plugin": the network, by hand.
+  EXPECT_NE(run.out.find("failed: infra (network, storage or system error; cause network)"),
+            std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find("decided by elyulina-2611382.err line 261:"), std::string::npos)
       << run.out;
@@ -47,6 +49,7 @@ TEST(MetricsCommand, TheJsonGivesTheDecidingLineAndTheRankedAlternatives) {
   EXPECT_EQ(out.at("failure_class"), "hang");
   const json& failure = out.at("failure");
   EXPECT_EQ(failure.at("text"), "hang");
+  EXPECT_EQ(failure.at("cause"), "time-limit");  // Slurm's "CANCELLED ... DUE TO TIME LIMIT"
   EXPECT_EQ(failure.at("deciding").at("file"), kShared + "elyulina-2611435.err");
   EXPECT_NE(failure.at("deciding").at("message").get<std::string>().find("DUE TO TIME LIMIT"),
             std::string::npos);

@@ -122,6 +122,7 @@ nlohmann::json evidence_json(const Evidence& evidence) {
   return {{"class", to_string(evidence.failure_class)},
           {"suspected", evidence.suspected},
           {"why", evidence.why},
+          {"cause", to_string(evidence.cause)},
           {"file", evidence.file.empty() ? nullptr : nlohmann::json(evidence.file)},
           {"line", evidence.line_number ? nlohmann::json(evidence.line_number) : nullptr},
           {"message", evidence.message}};
@@ -135,8 +136,9 @@ nlohmann::json failure_json(const Failure& failure) {
   }
   nlohmann::json deciding =
       evidence_json(Evidence{failure.failure_class, failure.suspected, failure.message,
-                             failure.file, failure.line_number, failure.why});
+                             failure.file, failure.line_number, failure.why, failure.cause});
   return {{"class", to_string(failure.failure_class)},
+          {"cause", to_string(failure.cause)},
           {"suspected", failure.suspected},
           {"text", failure_class_text(failure)},
           {"deciding", deciding},
@@ -231,7 +233,9 @@ std::string where_text(const std::string& file, std::uint64_t line) {
 
 // Fits 100 columns: long lines of the log are cut, the JSON output has them whole.
 void print_failure(const Failure& failure) {
-  std::cout << "failed: " << failure_class_text(failure) << " (" << failure.why << ")\n";
+  std::cout << "failed: " << failure_class_text(failure) << " (" << failure.why;
+  if (failure.cause != FailureCause::kUnknown) std::cout << "; cause " << to_string(failure.cause);
+  std::cout << ")\n";
   if (failure.line_number > 0) {
     std::cout << "decided by " << where_text(failure.file, failure.line_number) << ":\n  "
               << cut(failure.message, kMessageWidth) << "\n";

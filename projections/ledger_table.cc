@@ -93,6 +93,7 @@ void apply(LedgerTable& state, const T& body, std::uint64_t sequence) {
     if (LedgerRow* row = row_of(state, body.run_id); row && !row->failure_class) {
       row->failure_class = body.failure_class;
       row->failure_message = body.message;
+      row->failure_cause = body.cause;
     }
   } else if constexpr (std::is_same_v<T, Charged>) {
     if (LedgerRow* row = row_of(state, body.run_id)) {

@@ -44,6 +44,7 @@ struct LedgerRow {
   std::optional<double> tokens_per_s_per_gpu;  // the first measurement
   std::optional<FailureClass> failure_class;   // the first failure
   std::string failure_message;
+  FailureCause failure_cause = FailureCause::kUnknown;  // what its deciding evidence names
 
   // From the Leader projection.
   std::optional<Verdict> verdict;

@@ -113,6 +113,7 @@ json ledger_row_json(const LedgerRow& row) {
       {"tokens_per_s_per_gpu", optional_json(row.tokens_per_s_per_gpu)},
       {"failure_class", row.failure_class ? json(to_string(*row.failure_class)) : json(nullptr)},
       {"failure_message", valid_utf8(row.failure_message)},
+      {"failure_cause", row.failure_class ? json(to_string(row.failure_cause)) : json(nullptr)},
       {"verdict", row.verdict ? json(to_string(*row.verdict)) : json(nullptr)},
       {"gain_fraction", row.verdict ? json(row.gain_fraction) : json(nullptr)},
       {"charge_count", row.charge_count},

@@ -163,6 +163,7 @@ std::vector<RunRow> run_rows(const CampaignView& view, const Efficiency& efficie
     row.change = change_against_parent(ledger_row, view.ledger.rows);
     row.change_from_baseline = ledger_row.diff_summary;
     row.failure_class = ledger_row.failure_class;
+    row.failure_cause = ledger_row.failure_cause;
     row.tokens_per_s_per_gpu = ledger_row.tokens_per_s_per_gpu;
     if (row.tokens_per_s_per_gpu && efficiency.model_flops_per_token > 0) {
       row.tflops_per_gpu = efficiency.model_flops_per_token * *row.tokens_per_s_per_gpu / 1e12;

@@ -44,6 +44,7 @@ struct RunRow {
   std::string change;           // against the parent; "baseline", "retry of run N", ...
   std::string change_from_baseline;
   std::optional<FailureClass> failure_class;
+  FailureCause failure_cause = FailureCause::kUnknown;  // what the failure's evidence names
   std::optional<double> tokens_per_s_per_gpu;
   std::optional<double> tflops_per_gpu;  // model FLOPs (the MFU numerator), not Megatron's count
   std::optional<double> mfu;

@@ -168,6 +168,8 @@ nlohmann::json runs_to_json(std::span<const RunRow> rows) {
          {"change_from_baseline", row.change_from_baseline},
          {"failure_class", row.failure_class ? nlohmann::json(to_string(*row.failure_class))
                                              : nlohmann::json(nullptr)},
+         {"failure_cause", row.failure_class ? nlohmann::json(to_string(row.failure_cause))
+                                             : nlohmann::json(nullptr)},
          {"tokens_per_s_per_gpu", maybe(row.tokens_per_s_per_gpu)},
          {"tflops_per_gpu", maybe(row.tflops_per_gpu)},
          {"mfu", maybe(row.mfu)},

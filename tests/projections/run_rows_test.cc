@@ -183,6 +183,8 @@ TEST(RenderRuns, CsvQuotesAndJsonKeepsTypes) {
   EXPECT_TRUE(json[0]["parent_run_id"].is_null());
   EXPECT_TRUE(json[3]["tokens_per_s_per_gpu"].is_null());
   EXPECT_EQ(json[3]["failure_class"], "oom");
+  EXPECT_EQ(json[3]["failure_cause"], "out-of-memory");  // RunFailed's cause, carried through
+  EXPECT_TRUE(json[1]["failure_cause"].is_null());       // a measured run has none
   EXPECT_TRUE(json[1]["tokens_per_s_per_gpu"].is_number());
   EXPECT_TRUE(json[1]["mfu"].is_null());  // no FLOPs given
 }

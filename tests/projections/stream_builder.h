@@ -131,7 +131,10 @@ class StreamBuilder {
   }
 
   StreamBuilder& fail(RunId run_id, FailureClass failure_class) {
-    return add(RunFailed{run_id, failure_class, "log says so", "node-1"}, "metrics");
+    // An out-of-memory failure names its cause, as the log reader's would; the rest name none.
+    const FailureCause cause =
+        failure_class == FailureClass::kOom ? FailureCause::kOutOfMemory : FailureCause::kUnknown;
+    return add(RunFailed{run_id, failure_class, "log says so", "node-1", cause}, "metrics");
   }
 
   StreamBuilder& charge(RunId run_id, std::uint32_t gpus, std::int64_t admitted_ns,

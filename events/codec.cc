@@ -89,7 +89,7 @@ wire::FailureClass to_wire(FailureClass value) {
   abort_on_invalid_enum();
 }
 
-// The causes in wire order; the wire's ordinals are fixed, so the table pairs them by name.
+// Every cause with its wire value; the wire's ordinals are fixed, so the table pairs them by name.
 constexpr std::pair<FailureCause, wire::FailureCause> kFailureCauses[] = {
     {FailureCause::kUnknown, wire::FailureCause::UNKNOWN},
     {FailureCause::kOutOfMemory, wire::FailureCause::OUT_OF_MEMORY},
@@ -100,6 +100,7 @@ constexpr std::pair<FailureCause, wire::FailureCause> kFailureCauses[] = {
     {FailureCause::kDuplicateGpu, wire::FailureCause::DUPLICATE_GPU},
     {FailureCause::kTransportStart, wire::FailureCause::TRANSPORT_START},
     {FailureCause::kNetwork, wire::FailureCause::NETWORK},
+    {FailureCause::kSystem, wire::FailureCause::SYSTEM},
     {FailureCause::kStorage, wire::FailureCause::STORAGE},
     {FailureCause::kPreemption, wire::FailureCause::PREEMPTION},
     {FailureCause::kCollectiveTimeout, wire::FailureCause::COLLECTIVE_TIMEOUT},

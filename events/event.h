@@ -40,7 +40,8 @@ enum class FailureCause : std::uint8_t {
   kIllegalMemoryAccess,  // a kernel's illegal memory access
   kDuplicateGpu,         // NCCL: two ranks on one GPU
   kTransportStart,       // NVSHMEM (DeepEP's transport) could not start
-  kNetwork,              // NCCL's network or system error, InfiniBand verbs, a NET plugin
+  kNetwork,              // NCCL's network layer: InfiniBand verbs, a NET plugin that cannot start
+  kSystem,               // NCCL's system or internal error: a system call, a library, a device
   kStorage,              // an I/O error, a stale file handle, a full disk or quota
   kPreemption,           // Slurm preempted the job
   kCollectiveTimeout,    // NCCL's watchdog caught a collective that did not finish

@@ -14,7 +14,7 @@ enum FailureClass { oom @0; hang @1; crash @2; infra @3; pruned @4; }
 enum FailureCause {
   unknown @0; outOfMemory @1; gpuFault @2; nodeFailure @3; nonFiniteValue @4;
   illegalMemoryAccess @5; duplicateGpu @6; transportStart @7; network @8; storage @9;
-  preemption @10; collectiveTimeout @11; timeLimit @12; noProgress @13;
+  preemption @10; collectiveTimeout @11; timeLimit @12; noProgress @13; system @14;
 }
 enum RefusalReason {
   duplicate @0; multipleLevers @1; layer1 @2; budget @3; concurrency @4; invalid @5;

@@ -81,6 +81,8 @@ const char* to_string(FailureCause value) {
       return "transport-start";
     case FailureCause::kNetwork:
       return "network";
+    case FailureCause::kSystem:
+      return "system";
     case FailureCause::kStorage:
       return "storage";
     case FailureCause::kPreemption:

@@ -49,9 +49,9 @@ constexpr Mark kHardwareFaultMarks[] = {
     {"Node failure on", FailureCause::kNodeFailure},
 };
 constexpr Mark kInfrastructureMarks[] = {
-    {"ncclSystemError", FailureCause::kNetwork},
-    {"ncclInternalError", FailureCause::kNetwork},
-    {"unhandled system error", FailureCause::kNetwork},
+    {"ncclSystemError", FailureCause::kSystem},
+    {"ncclInternalError", FailureCause::kSystem},
+    {"unhandled system error", FailureCause::kSystem},
     {"NET/IB : Got completion from peer", FailureCause::kNetwork},
     {"Failed to initialize any NET plugin", FailureCause::kNetwork},
     // An InfiniBand verbs call failed in NCCL's network layer.
@@ -78,6 +78,8 @@ constexpr std::string_view kJobLevelMarks[] = {
 constexpr Mark kProgramErrorMarks[] = {
     // Megatron's rerun state machine: NaN/Inf/spiky loss or grad norm.
     {"Unexpected result", FailureCause::kNonFiniteValue},
+    // Megatron's older check: "Rank 3: found NaN in local grad norm in backwards pass".
+    {"found NaN in local", FailureCause::kNonFiniteValue},
     {"illegal memory access", FailureCause::kIllegalMemoryAccess},
     {"Duplicate GPU detected", FailureCause::kDuplicateGpu},  // NCCL: two ranks on one GPU
     // NVSHMEM (DeepEP's transport) could not start: no transport reaches the peers, such as

@@ -172,7 +172,9 @@ TEST(MetricsClassifyStrings, TheDecidingEvidenceNamesItsCause) {
   const std::pair<std::string, FailureCause> lines[] = {
       {std::string(kTraceback) + kOomRecent, FailureCause::kOutOfMemory},
       {std::string(kNcclTimeout) + "\n" + kNcclTimeoutFollowUps, FailureCause::kCollectiveTimeout},
-      {std::string(kTraceback) + kNcclSystemError + kChildFailed, FailureCause::kNetwork},
+      {std::string(kTraceback) + kNcclSystemError + kChildFailed, FailureCause::kSystem},
+      {"NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument",
+       FailureCause::kNetwork},
       {kNcclRemoteError, FailureCause::kUnknown},
       {"srun: error: Node failure on node-07", FailureCause::kNodeFailure},
       {"RuntimeError: CUDA error: uncorrectable ECC error encountered", FailureCause::kGpuFault},

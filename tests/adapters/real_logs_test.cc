@@ -97,6 +97,10 @@ std::string disagreements(const Case& c) {
         failure->suspected != a.value("infra_suspected", false)) {
       wrong += " class " + failure_class_text(*failure) + ";";
     }
+    // The cause the deciding evidence names, checked by hand from the deciding line.
+    if (a.contains("cause") && to_string(failure->cause) != a.at("cause").get<std::string>()) {
+      wrong += std::string(" cause ") + to_string(failure->cause) + ";";
+    }
     bool near = false;
     for (const fs::path& file : c.files) {
       if (file.string() != failure->file) continue;

@@ -84,7 +84,13 @@ constexpr Mark kProgramErrorMarks[] = {
     {"Duplicate GPU detected", FailureCause::kDuplicateGpu},  // NCCL: two ranks on one GPU
     // NVSHMEM (DeepEP's transport) could not start: no transport reaches the peers, such as
     // IBGDA across nodes on a network without it. A setting of the job, not a passing fault.
+    // NVSHMEM's start-up stops at the first step that fails and says which (its init.cu): a
+    // B300 fabric without DCT queue pairs ends on "setup connections failed" and never prints
+    // "initialization failed".
     {"nvshmem initialization failed", FailureCause::kTransportStart},
+    {"nvshmem setup connections failed", FailureCause::kTransportStart},
+    {"nvshmem detect topo failed", FailureCause::kTransportStart},
+    {"Unable to initialize any transports", FailureCause::kTransportStart},
 };
 // A peer that vanished may have crashed for a reason of its own that this log does not show.
 constexpr std::string_view kSuspectedInfrastructureMarks[] = {

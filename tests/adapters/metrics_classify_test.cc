@@ -166,6 +166,29 @@ TEST(MetricsClassifyStrings, AnNvshmemStartFailureIsTheCrashsCause) {
   EXPECT_EQ(failure->cause, FailureCause::kTransportStart);
 }
 
+// DeepEP across two B300 nodes whose fabric creates no DCT queue pairs (Megatron-Bridge issue
+// 5050, NeMo 26.04.01; the same four lines in a public B300 report on NeMo 26.02 and NVSHMEM
+// issue 33): NVSHMEM's start-up ends on "setup connections failed" and the log never says
+// "initialization failed". Read before the marks knew it: a crash of unknown cause, decided by
+// Slurm's FAILED alone.
+TEST(MetricsClassifyStrings, NvshmemsSetupConnectionFailureOnARealFabricIsATransportStart) {
+  const std::string b300 =
+      "/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/modules/transport/ibgda/"
+      "ibgda.cpp:2234: NULL value Unable to create ah.\n"
+      "WARN: Failed to initialize all selected devices. Perf may be limited.\n"
+      "/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/modules/transport/ibgda/"
+      "ibgda.cpp:2966: non-zero status: 7 create DCT share err.\n"
+      "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.9/main_nvshmem/src/host/transport/transport.cpp:420: "
+      "non-zero status: 7 connect EPS failed \n"
+      "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.9/main_nvshmem/src/host/init/init.cu:1047: non-zero "
+      "status: 7 nvshmem setup connections failed";
+  const std::optional<Failure> failure = classify(b300);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->failure_class, FailureClass::kCrash);
+  EXPECT_EQ(failure->cause, FailureCause::kTransportStart);
+  EXPECT_EQ(failure->line_number, 5u);
+}
+
 // The cause is the deciding line's mark, or the launcher's fact; a line that names no cause in
 // the list (an assertion, a vanished peer) leaves it unknown.
 TEST(MetricsClassifyStrings, TheDecidingEvidenceNamesItsCause) {

@@ -301,8 +301,8 @@ void add_metrics_command(CLI::App& app, int& exit_code) {
       "metrics",
       "Read a Megatron-LM training log: the window throughput (aggregate tokens/s/GPU), per-step "
       "times, their rsd, peak memory per pipeline stage, the loss curve and the arguments block, "
-      "or the failure class (oom, hang, crash, infra) with the evidence that decided it and the "
-      "rest, ranked. Exit 0 "
+      "or the failure class (oom, hang, crash, infra) and the cause it names (out-of-memory, "
+      "network, time-limit, ...) with the evidence that decided it and the rest, ranked. Exit 0 "
       "measured, 1 failed or no complete window, 2 bad input.");
   metrics
       ->add_option("LOG", options->log_paths,

@@ -66,6 +66,26 @@ TEST(Progress, ACalibrationRunThatAloneWidensTheBandIsNamed) {
   }
 }
 
+// A failed search run's line gives its class and the cause its failure names, within the width.
+TEST(Progress, AFailedRunsLineNamesItsClassAndCause) {
+  Campaign campaign;
+  campaign.calibrate({1000.0, 1000.0, 1000.0});
+  const RunId run =
+      campaign.launch(RunPurpose::kSearch, campaign.with("--pipeline-model-parallel-size", "4"));
+  campaign.run_for(run, 0.25,
+                   RunFailed{0, FailureClass::kCrash, "nvshmem initialization failed", "",
+                             FailureCause::kTransportStart});
+  std::string text;
+  for (const Envelope& envelope : campaign.news()) {
+    for (const std::string& line : progress_lines(campaign.state(), envelope)) text += line + "\n";
+  }
+  EXPECT_NE(text.find("| crash (transport-start) |"), std::string::npos) << text;
+  for (std::size_t start = 0, end = text.find('\n'); end != std::string::npos;
+       start = end + 1, end = text.find('\n', start)) {
+    EXPECT_LE(end - start, 100u) << text.substr(start, end - start);
+  }
+}
+
 // A spread shared by every run, or a band at its floor, names no run.
 TEST(Progress, AnEvenSpreadOrAFloorBandNamesNoRun) {
   for (const std::vector<double>& throughputs :

@@ -46,7 +46,7 @@ enum class FailureCause : std::uint8_t {
   kPreemption,           // Slurm preempted the job
   kCollectiveTimeout,    // NCCL's watchdog caught a collective that did not finish
   kTimeLimit,            // Slurm's time limit, TIMEOUT or DEADLINE
-  kNoProgress,           // the log stopped growing past the hang timeout
+  kNoProgress,  // the log stopped growing past the hang timeout; PyTorch's NCCL watchdog got stuck
 };
 
 enum class RefusalReason : std::uint8_t {

@@ -68,6 +68,9 @@ constexpr Mark kInfrastructureMarks[] = {
 constexpr Mark kCollectiveTimeoutMarks[] = {
     {"Watchdog caught collective operation timeout", FailureCause::kCollectiveTimeout},
     {"DUE TO TIME LIMIT", FailureCause::kTimeLimit},
+    // PyTorch's heartbeat monitor: the NCCL watchdog itself is blocked (a CUDA or NCCL call that
+    // never returns) and the process is taken down.
+    {"ProcessGroupNCCL's watchdog got stuck", FailureCause::kNoProgress},
 };
 // Slurm's word on the whole job: true whatever the training did before it.
 constexpr std::string_view kJobLevelMarks[] = {
@@ -82,6 +85,9 @@ constexpr Mark kProgramErrorMarks[] = {
     {"found NaN in local", FailureCause::kNonFiniteValue},
     {"illegal memory access", FailureCause::kIllegalMemoryAccess},
     {"Duplicate GPU detected", FailureCause::kDuplicateGpu},  // NCCL: two ranks on one GPU
+    // Open MPI's banner for an MPI call that failed under MPI_ERRORS_ARE_FATAL (MPI_Init_thread
+    // at start-up): the job aborts, for a reason the banner does not name.
+    {"An error occurred in MPI_", FailureCause::kUnknown},
     // NVSHMEM (DeepEP's transport) could not start: no transport reaches the peers, such as
     // IBGDA across nodes on a network without it. A setting of the job, not a passing fault.
     // NVSHMEM's start-up stops at the first step that fails and says which (its init.cu): a

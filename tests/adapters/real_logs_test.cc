@@ -212,6 +212,11 @@ void expect_answers(const fs::path& logs, std::size_t at_least,
 // on 7 of 16. The reader was then taught what those misses showed (a completed run's startup
 // errors, EIO, InfiniBand verbs failures, NCCL's named launch mistakes, 2021's argument column,
 // hosts NCCL and Megatron name), so these are no longer out-of-sample.
+// Four logs added later (Megatron-LM 4343, Megatron-Bridge 665, NeMo 13140, Pai-Megatron-Patch
+// 366), first read before any change made for them: the class and cause right on 2 of 4 (a CUDA
+// IPC RuntimeError, crash; the older NaN check, non-finite-value); no failure seen in the other
+// two (Open MPI's "An error occurred in MPI_Init_thread", PyTorch's "watchdog got stuck"). The
+// reader was then taught both.
 const std::map<std::string, KnownMiss> kHeldOutMisses = {
     {"issue-NVIDIA-Megatron-LM-792",
      {{"class"},
@@ -228,7 +233,7 @@ TEST(RealLogs, EveryPublishedLogReadsAsItsHandCheckedAnswer) {
 }
 
 TEST(RealLogs, HeldOutLogsReadAsTheirHandCheckedAnswers) {
-  expect_answers(kHeldOut, 16, kHeldOutMisses);
+  expect_answers(kHeldOut, 20, kHeldOutMisses);
 }
 
 }  // namespace

@@ -189,6 +189,23 @@ TEST(MetricsClassifyStrings, NvshmemsSetupConnectionFailureOnARealFabricIsATrans
   EXPECT_EQ(failure->line_number, 5u);
 }
 
+// Spectrum MPI's banner opens an LSF job's stderr and the launch goes on (a real Summit job,
+// tests/data/real-world/logs-heldout/summit-smore67b-bad-batch-3363457.e): a bare "Error:" is a
+// tool's word, not a Python exception, unless it ends a traceback.
+TEST(MetricsClassifyStrings, ABareErrorBannerIsNoExceptionOutsideATraceback) {
+  const std::optional<Failure> failure = classify(
+      "Error: SMPI environment generator script not found at:\n"
+      "Continuing to launch. Beware, the Spectrum MPI environment may not be completely "
+      "setup.\n" +
+      std::string(kTraceback) + kConfigAssertion);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->message, kConfigAssertion);
+  const std::optional<Failure> ending =
+      classify(std::string(kTraceback) + "[rank1]: Error: bad value");
+  ASSERT_TRUE(ending.has_value());
+  EXPECT_EQ(ending->message, "[rank1]: Error: bad value");
+}
+
 // The cause is the deciding line's mark, or the launcher's fact; a line that names no cause in
 // the list (an assertion, a vanished peer) leaves it unknown.
 TEST(MetricsClassifyStrings, TheDecidingEvidenceNamesItsCause) {

@@ -103,6 +103,15 @@ std::string change_between(std::span<const SettingChange> parent_diff,
   return changes.empty() ? "no change" : diff_summary_of(changes);
 }
 
+std::string failure_text(const RunRow& row) {
+  if (!row.failure_class) return "-";
+  std::string text = to_string(*row.failure_class);
+  if (row.failure_cause != FailureCause::kUnknown) {
+    text += std::string(" (") + to_string(row.failure_cause) + ")";
+  }
+  return text;
+}
+
 std::string short_change(const std::string& change) {
   // Megatron's parallel degrees first (they name a layout move), then the rest in diff order.
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kShort{{

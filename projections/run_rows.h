@@ -59,6 +59,10 @@ struct RunRow {
 
 std::vector<RunRow> run_rows(const CampaignView& view, const Efficiency& efficiency);
 
+// A failed run's class and, when its failure names one, its cause: "crash (transport-start)",
+// "oom (out-of-memory)", "crash"; "-" for a run that did not fail.
+std::string failure_text(const RunRow& row);
+
 // What a run changed against its parent: a search run's settings against its parent run's (or the
 // baseline's), "baseline" for calibration, "retry of run N on other nodes", "gate check of ...".
 std::string change_against_parent(const LedgerRow& row, const std::map<RunId, LedgerRow>& rows);

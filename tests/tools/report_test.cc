@@ -438,6 +438,17 @@ TEST_F(Report, MarkdownGivesTheSameForAPullRequest) {
   const auto count = static_cast<std::size_t>(std::distance(
       std::sregex_iterator(md.out.begin(), md.out.end(), row), std::sregex_iterator()));
   EXPECT_EQ(count, runs);
+  // A failed run's row gives its class and the cause its failure names.
+  int named = 0;
+  const json all_runs = runs_json(c);
+  for (const json& run : all_runs.at("runs")) {
+    if (run["failure_cause"].is_null() || run["failure_cause"] == "unknown") continue;
+    ++named;
+    const std::string cell = "| " + run["failure_class"].get<std::string>() + " (" +
+                             run["failure_cause"].get<std::string>() + ") |";
+    EXPECT_NE(md.out.find(cell), std::string::npos) << cell;
+  }
+  EXPECT_GT(named, 0) << "the premise: a run failed with a named cause (DeepEP across nodes)";
   for (const std::string part :
        {"```mermaid", "## The gate's evidence", "| MFU |", "| payback |", "baseline loss"}) {
     EXPECT_NE(md.out.find(part), std::string::npos) << part;

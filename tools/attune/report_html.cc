@@ -98,7 +98,7 @@ std::string mark_class(const RunRow& row) {
 std::string mark_title(const RunRow& row) {
   std::string title = "run " + std::to_string(row.run_id) + " (" + to_string(row.purpose) + "): ";
   title += row.tokens_per_s_per_gpu ? num(*row.tokens_per_s_per_gpu) + " tokens/s/GPU"
-           : row.failure_class      ? std::string(to_string(*row.failure_class))
+           : row.failure_class      ? failure_text(row)
                                     : std::string("no result");
   if (row.gain_fraction) title += ", " + format_signed_percent(*row.gain_fraction, 1);
   return title + "; " + row.change;

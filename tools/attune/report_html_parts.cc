@@ -234,7 +234,7 @@ std::string html_profiles(const ReportData& d) {
 std::string html_runs(const ReportData& d) {
   std::ostringstream out;
   out << "<h2>Runs</h2>\n<table class=\"runs\">"
-      << row_of({"run", "purpose", "parent", "change against its parent", "class", "tokens/s/GPU",
+      << row_of({"run", "purpose", "parent", "change against its parent", "failure", "tokens/s/GPU",
                  "TFLOP/s/GPU", "MFU", "GPU-h", "verdict", "gain"},
                 true);
   auto fixed = [](const std::optional<double>& v) { return v ? format_fixed(*v, 1) : "-"; };
@@ -245,10 +245,9 @@ std::string html_runs(const ReportData& d) {
                 : *r.parent == 0 ? "baseline"
                                  : std::to_string(*r.parent),
                 true)
-        << cell(r.change) << cell(r.failure_class ? to_string(*r.failure_class) : "-")
-        << cell(fixed(r.tokens_per_s_per_gpu), true) << cell(fixed(r.tflops_per_gpu), true)
-        << cell(maybe_percent(r.mfu), true) << cell(format_fixed(r.gpu_hours, 1), true)
-        << cell(r.verdict ? to_string(*r.verdict) : "-")
+        << cell(r.change) << cell(failure_text(r)) << cell(fixed(r.tokens_per_s_per_gpu), true)
+        << cell(fixed(r.tflops_per_gpu), true) << cell(maybe_percent(r.mfu), true)
+        << cell(format_fixed(r.gpu_hours, 1), true) << cell(r.verdict ? to_string(*r.verdict) : "-")
         << cell(r.gain_fraction ? format_signed_percent(*r.gain_fraction, 1) : "-", true)
         << "</tr>";
   }

@@ -153,7 +153,7 @@ void md_gate(std::ostringstream& out, const ReportData& d) {
 }
 
 void md_runs(std::ostringstream& out, const ReportData& d) {
-  out << "## Runs\n\n| run | purpose | parent | change against its parent | class | tokens/s/GPU "
+  out << "## Runs\n\n| run | purpose | parent | change against its parent | failure | tokens/s/GPU "
          "| TFLOP/s/GPU | MFU | GPU-h | GPU-h so far | verdict | gain |\n"
          "|---:|---|---:|---|---|---:|---:|---:|---:|---:|---|---:|\n";
   auto fixed = [](const std::optional<double>& v) { return v ? format_fixed(*v, 1) : "-"; };
@@ -164,8 +164,7 @@ void md_runs(std::ostringstream& out, const ReportData& d) {
         << (!r.parent        ? "-"
             : *r.parent == 0 ? "baseline"
                              : std::to_string(*r.parent))
-        << " | " << markdown_cell(r.change) << " | "
-        << (r.failure_class ? to_string(*r.failure_class) : "-") << " | "
+        << " | " << markdown_cell(r.change) << " | " << failure_text(r) << " | "
         << fixed(r.tokens_per_s_per_gpu) << " | " << fixed(r.tflops_per_gpu) << " | "
         << md_percent(r.mfu) << " | " << format_fixed(r.gpu_hours, 1) << " | "
         << (so_far != d.cumulative_gpu_hours.end() ? format_fixed(so_far->second, 1) : "-") << " | "

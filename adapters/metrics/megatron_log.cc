@@ -638,8 +638,9 @@ bool is_exception_line(std::string_view text, bool ends_traceback) {
   if (i < text.size() && text[i] != ':') return false;
   const std::string_view name = text.substr(component_start, i - component_start);
   // A bare "Error:" outside a traceback is a tool's banner (Spectrum MPI's "Error: SMPI environment
-  // generator script not found"), not a Python exception: Python qualifies every exception that
-  // is not a builtin with its module, and no builtin is called Error.
+  // generator script not found"), not a Python exception: no builtin is called Error, and Python
+  // prints other exceptions with their module (only __main__'s own come bare, and those end a
+  // traceback).
   if (text.substr(0, i) == "Error" && !ends_traceback) return false;
   if (name.ends_with("Error") || name.ends_with("Exception")) return true;
   return ends_traceback && !name.empty() && is_upper(name.front()) && !name.ends_with("Warning") &&

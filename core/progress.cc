@@ -67,10 +67,7 @@ std::string run_line(const ControlState& state, RunId run_id, const Envelope& ev
   if (run->measured) {
     suffix << " | " << format_fixed(run->measured->tokens_per_sec_per_gpu, 1) << " tokens/s/GPU";
   } else if (run->failed) {
-    suffix << " | " << to_string(run->failed->failure_class);
-    if (run->failed->cause != FailureCause::kUnknown) {
-      suffix << " (" << to_string(run->failed->cause) << ")";
-    }
+    suffix << " | " << failure_text(run->failed->failure_class, run->failed->cause);
   }
   auto verdict = state.view.leader.verdicts.find(run_id);
   if (verdict != state.view.leader.verdicts.end()) {

@@ -417,6 +417,8 @@ const char* to_string(RunPurpose value);
 const char* to_string(ObjectiveClass value);
 const char* to_string(FailureClass value);
 const char* to_string(FailureCause value);
+// A failure's class and, when it names one, its cause: "crash (transport-start)", "hang".
+std::string failure_text(FailureClass failure_class, FailureCause cause);
 const char* to_string(RefusalReason value);
 const char* to_string(Account value);
 const char* to_string(Verdict value);

@@ -97,6 +97,12 @@ const char* to_string(FailureCause value) {
   return "?";
 }
 
+std::string failure_text(FailureClass failure_class, FailureCause cause) {
+  std::string text = to_string(failure_class);
+  if (cause != FailureCause::kUnknown) text += std::string(" (") + to_string(cause) + ")";
+  return text;
+}
+
 const char* to_string(RefusalReason value) {
   switch (value) {
     case RefusalReason::kDuplicate:

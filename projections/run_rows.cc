@@ -104,12 +104,7 @@ std::string change_between(std::span<const SettingChange> parent_diff,
 }
 
 std::string failure_text(const RunRow& row) {
-  if (!row.failure_class) return "-";
-  std::string text = to_string(*row.failure_class);
-  if (row.failure_cause != FailureCause::kUnknown) {
-    text += std::string(" (") + to_string(row.failure_cause) + ")";
-  }
-  return text;
+  return row.failure_class ? failure_text(*row.failure_class, row.failure_cause) : "-";
 }
 
 std::string short_change(const std::string& change) {

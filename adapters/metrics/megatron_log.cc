@@ -137,10 +137,6 @@ const Mark* first_mark(std::string_view text, std::span<const Mark> marks) {
   return found == marks.end() ? nullptr : &*found;
 }
 
-bool contains_any(std::string_view text, std::span<const Mark> marks) {
-  return first_mark(text, marks) != nullptr;
-}
-
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_identifier_char(char c) { return is_alpha(c) || is_digit(c); }
@@ -647,50 +643,34 @@ bool is_exception_line(std::string_view text, bool ends_traceback) {
          std::any_of(name.begin(), name.end(), is_lower);
 }
 
-std::optional<FailureSign> sign_of(std::string_view line, std::string_view text,
-                                   bool ends_traceback) {
-  if (contains_any(line, kOutOfMemoryMarks)) return FailureSign::kOutOfMemory;
-  if (contains_any(line, kHardwareFaultMarks)) return FailureSign::kHardwareFault;
-  if (contains_any(line, kInfrastructureMarks)) return FailureSign::kInfrastructure;
-  if (contains_any(line, kCollectiveTimeoutMarks)) return FailureSign::kCollectiveTimeout;
-  if (contains_any(line, kProgramErrorMarks)) return FailureSign::kProgramError;
+// The sign a line gives, and the cause its mark names (kUnknown for a sign whose marks name none:
+// an exception line, an NCCL error without a cause, an echo).
+struct LineSign {
+  FailureSign sign = FailureSign::kErrorEcho;
+  FailureCause cause = FailureCause::kUnknown;
+};
+
+std::optional<LineSign> sign_of(std::string_view line, std::string_view text, bool ends_traceback) {
+  // Strongest evidence first: a line that holds marks of two kinds is the stronger kind.
+  const std::pair<std::span<const Mark>, FailureSign> marked[] = {
+      {kOutOfMemoryMarks, FailureSign::kOutOfMemory},
+      {kHardwareFaultMarks, FailureSign::kHardwareFault},
+      {kInfrastructureMarks, FailureSign::kInfrastructure},
+      {kCollectiveTimeoutMarks, FailureSign::kCollectiveTimeout},
+      {kProgramErrorMarks, FailureSign::kProgramError},
+  };
+  for (const auto& [marks, sign] : marked) {
+    if (const Mark* mark = first_mark(line, marks)) return LineSign{sign, mark->cause};
+  }
   if (contains_any(line, kSuspectedInfrastructureMarks)) {
-    return FailureSign::kSuspectedInfrastructure;
+    return LineSign{FailureSign::kSuspectedInfrastructure};
   }
   if (is_exception_line(text, ends_traceback)) {
-    return contains_any(text, kEchoExceptionMarks) ? FailureSign::kErrorEcho
-                                                   : FailureSign::kProgramError;
+    return LineSign{contains_any(text, kEchoExceptionMarks) ? FailureSign::kErrorEcho
+                                                            : FailureSign::kProgramError};
   }
-  if (contains_any(line, kErrorEchoMarks)) return FailureSign::kErrorEcho;
+  if (contains_any(line, kErrorEchoMarks)) return LineSign{FailureSign::kErrorEcho};
   return std::nullopt;
-}
-
-// The cause a line of kind `sign` names: its mark's; kUnknown for a sign whose marks name none
-// (an exception line, an NCCL error without a cause, an echo).
-FailureCause cause_of(FailureSign sign, std::string_view line) {
-  std::span<const Mark> marks;
-  switch (sign) {
-    case FailureSign::kOutOfMemory:
-      marks = kOutOfMemoryMarks;
-      break;
-    case FailureSign::kHardwareFault:
-      marks = kHardwareFaultMarks;
-      break;
-    case FailureSign::kInfrastructure:
-      marks = kInfrastructureMarks;
-      break;
-    case FailureSign::kCollectiveTimeout:
-      marks = kCollectiveTimeoutMarks;
-      break;
-    case FailureSign::kProgramError:
-      marks = kProgramErrorMarks;
-      break;
-    case FailureSign::kSuspectedInfrastructure:
-    case FailureSign::kErrorEcho:
-      break;
-  }
-  const Mark* mark = first_mark(line, marks);
-  return mark ? mark->cause : FailureCause::kUnknown;
 }
 
 std::size_t indentation(std::string_view content) {
@@ -1043,15 +1023,15 @@ void MegatronLogReader::read_signs(std::string_view line, std::string_view conte
   if (text.empty() || is_quiet_level(text)) return;
   const ExceptionRole role = follow_traceback(text, indentation(content), source);
   if (role == ExceptionRole::kChainedEcho) {
-    add_sign(FailureSign::kErrorEcho, line, source, line_number);
-  } else if (const std::optional<FailureSign> sign =
+    add_sign(FailureSign::kErrorEcho, FailureCause::kUnknown, line, source, line_number);
+  } else if (const std::optional<LineSign> sign =
                  sign_of(line, text, role == ExceptionRole::kException)) {
-    add_sign(*sign, line, source, line_number);
+    add_sign(sign->sign, sign->cause, line, source, line_number);
   }
 }
 
-void MegatronLogReader::add_sign(FailureSign sign, std::string_view line, LineSource source,
-                                 std::uint64_t line_number) {
+void MegatronLogReader::add_sign(FailureSign sign, FailureCause cause, std::string_view line,
+                                 LineSource source, std::uint64_t line_number) {
   std::uint32_t& kept = signs_kept_[static_cast<std::size_t>(sign)];
   if (kept >= kSignsPerKindMax) return;
   ++kept;
@@ -1059,7 +1039,7 @@ void MegatronLogReader::add_sign(FailureSign sign, std::string_view line, LineSo
   entry.line_number = line_number;
   entry.text = std::string(line.substr(0, kSignLineBytesMax));
   entry.sign = sign;
-  entry.cause = cause_of(sign, line);
+  entry.cause = cause;
   entry.file = static_cast<std::uint32_t>(log_.files.size() - 1);
   entry.source = source;
   log_.signs.push_back(std::move(entry));

@@ -248,7 +248,7 @@ class MegatronLogReader {
                   std::uint64_t line_number);
   void read_node_report(std::string_view content);
   void read_torchrun_failure(std::string_view text);
-  void add_sign(FailureSign sign, std::string_view line, LineSource source,
+  void add_sign(FailureSign sign, FailureCause cause, std::string_view line, LineSource source,
                 std::uint64_t line_number);
 
   std::string pending_;  // the current line's bytes so far (at most kLineBytesMax)

@@ -193,17 +193,25 @@ TEST(MetricsClassifyStrings, NvshmemsSetupConnectionFailureOnARealFabricIsATrans
 // tests/data/real-world/logs-heldout/summit-smore67b-bad-batch-3363457.e): a bare "Error:" is a
 // tool's word, not a Python exception, unless it ends a traceback.
 TEST(MetricsClassifyStrings, ABareErrorBannerIsNoExceptionOutsideATraceback) {
+  // As in that stderr file: no rank labels and no Megatron start-up line, so nothing marks the
+  // banner as a preamble.
+  const std::string assertion =
+      "AssertionError: global batch size (1024) is not divisible by micro batch size (1) times "
+      "data parallel size (48)";
   const std::optional<Failure> failure = classify(
       "Error: SMPI environment generator script not found at:\n"
-      "Continuing to launch. Beware, the Spectrum MPI environment may not be completely "
-      "setup.\n" +
-      std::string(kTraceback) + kConfigAssertion);
+      "Continuing to launch. Beware, the Spectrum MPI environment may not be completely setup.\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/gpfs/Megatron-DeepSpeed/megatron/microbatches.py\", line 64, in __init__\n"
+      "    assert global_batch_size % micro_batch_times_data_parallel == 0, \\\n" +
+      assertion);
   ASSERT_TRUE(failure.has_value());
-  EXPECT_EQ(failure->message, kConfigAssertion);
-  const std::optional<Failure> ending =
-      classify(std::string(kTraceback) + "[rank1]: Error: bad value");
+  EXPECT_EQ(failure->message, assertion);
+  const std::optional<Failure> ending = classify(
+      "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+      "Error: bad value");
   ASSERT_TRUE(ending.has_value());
-  EXPECT_EQ(ending->message, "[rank1]: Error: bad value");
+  EXPECT_EQ(ending->message, "Error: bad value");  // __main__'s own Error ends its traceback
 }
 
 // The cause is the deciding line's mark, or the launcher's fact; a line that names no cause in

@@ -152,6 +152,7 @@ Recipe with_flags(const char* preset,
   return recipe;
 }
 
+// How a 14-step run of `recipe` ends in the workload's world on the paper's stack.
 JobOutcome outcome_at(const PaperWorkload& p, const Recipe& recipe, std::uint64_t reality_seed) {
   const Workload w = testing::load(p.model, p.gpu, p.gpus, p.seq, p.gbs, p.precision);
   WorldConfig config;

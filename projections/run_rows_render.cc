@@ -52,7 +52,7 @@ std::string render_wide(std::span<const RunRow> rows) {
                    {"purpose"},
                    {"parent", Align::kRight},
                    {"change"},
-                   {"class"},
+                   {"failure"},
                    {"tokens/s/GPU", Align::kRight},
                    {"TFLOP/s/GPU", Align::kRight},
                    {"MFU", Align::kRight},
@@ -61,8 +61,7 @@ std::string render_wide(std::span<const RunRow> rows) {
                    {"gain", Align::kRight}});
   for (const RunRow& row : rows) {
     table.add_row({std::to_string(row.run_id) + (row.shipped ? "*" : ""), to_string(row.purpose),
-                   parent_text(row), row.change,
-                   row.failure_class ? to_string(*row.failure_class) : "-",
+                   parent_text(row), row.change, failure_text(row),
                    optional_text(row.tokens_per_s_per_gpu, 1), optional_text(row.tflops_per_gpu, 1),
                    mfu_text(row.mfu), format_fixed(row.gpu_hours, 1),
                    row.verdict ? to_string(*row.verdict) : "-", gain_text(row)});
@@ -139,7 +138,7 @@ std::string render_runs_csv(std::span<const RunRow> rows) {
   std::string out =
       "run_id,purpose,parent_run_id,change,change_from_baseline,failure_class,"
       "tokens_per_s_per_gpu,tflops_per_gpu,mfu,gpu_hours,verdict,gain_fraction,profiled,"
-      "shipped\r\n";
+      "shipped,failure_cause\r\n";
   for (const RunRow& row : rows) {
     out += std::to_string(row.run_id) + "," + to_string(row.purpose) + "," +
            (row.parent ? std::to_string(*row.parent) : "") + "," + quoted(row.change) + "," +
@@ -148,7 +147,8 @@ std::string render_runs_csv(std::span<const RunRow> rows) {
            number(row.tokens_per_s_per_gpu) + "," + number(row.tflops_per_gpu) + "," +
            number(row.mfu) + "," + number(row.gpu_hours) + "," +
            (row.verdict ? to_string(*row.verdict) : "") + "," + number(row.gain_fraction) + "," +
-           (row.profiled ? "true" : "false") + "," + (row.shipped ? "true" : "false") + "\r\n";
+           (row.profiled ? "true" : "false") + "," + (row.shipped ? "true" : "false") + "," +
+           (row.failure_class ? to_string(row.failure_cause) : "") + "\r\n";
   }
   return out;
 }

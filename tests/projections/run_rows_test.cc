@@ -176,8 +176,15 @@ TEST(RenderRuns, CsvQuotesAndJsonKeepsTypes) {
   EXPECT_EQ(csv.substr(0, csv.find('\r')),
             "run_id,purpose,parent_run_id,change,change_from_baseline,failure_class,"
             "tokens_per_s_per_gpu,tflops_per_gpu,mfu,gpu_hours,verdict,gain_fraction,profiled,"
-            "shipped");
+            "shipped,failure_cause");
   EXPECT_NE(csv.find("\r\n4,search,2,"), std::string::npos) << csv;
+  // The failed run's cause ends its row; a measured run's row ends without one.
+  EXPECT_NE(csv.find(",oom,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",false,out-of-memory\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",false,true,\r\n"), std::string::npos) << csv;  // run 2, shipped
+  // The wide table names the failure's class and cause.
+  const std::string wide = render_runs_text(rows, 0, false);
+  EXPECT_NE(wide.find("oom (out-of-memory)"), std::string::npos) << wide;
   const nlohmann::json json = runs_to_json(rows);
   ASSERT_EQ(json.size(), 4u);
   EXPECT_TRUE(json[0]["parent_run_id"].is_null());

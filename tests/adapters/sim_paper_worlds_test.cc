@@ -144,22 +144,24 @@ TEST(SimPaperWorlds, PublicRecipesCalibrateNearThePapersFiguresAtHeldOutSeeds) {
 
 // A recipe preset with flags changed ("flag" -> "value").
 Recipe with_flags(const char* preset,
-                  std::initializer_list<std::pair<const char*, std::string>> changes) {
+                  std::initializer_list<std::pair<const char*, const char*>> changes) {
   Recipe recipe = testing::preset(preset);
-  for (const auto& [flag, value] : changes) {
-    EXPECT_TRUE(set_flag(recipe, flag, value).ok()) << flag << "=" << value;
-  }
+  for (const auto& [flag, value] : changes) recipe = testing::with(std::move(recipe), flag, value);
   return recipe;
 }
 
-// How a 14-step run of `recipe` ends in the workload's world on the paper's stack.
-JobOutcome outcome_at(const PaperWorkload& p, const Recipe& recipe, std::uint64_t reality_seed) {
-  const Workload w = testing::load(p.model, p.gpu, p.gpus, p.seq, p.gbs, p.precision);
+// How a 14-step run of `recipe` ends in `w`'s world on the paper's stack.
+JobOutcome outcome_at(const Workload& w, const PaperWorkload& p, const Recipe& recipe,
+                      std::uint64_t reality_seed) {
   WorldConfig config;
   config.reality_seed = reality_seed;
   config.stack = slime();
   config.baseline = testing::preset(p.recipe);
   return World(w, config).simulate(recipe, 14, 500, {}, false).outcome;
+}
+
+bool ran(JobOutcome outcome) {
+  return outcome == JobOutcome::kCompleted || outcome == JobOutcome::kInfrastructure;
 }
 
 // What the paper's campaigns found about memory on its stack, at every reality seed (the hidden
@@ -186,9 +188,17 @@ TEST(SimPaperWorlds, TheRecipesThePapersCampaignsRanFitOnItsStack) {
                                                       {"recompute-num-layers", "1"}});
   const Recipe llama_vp2 =
       with_flags(llama.recipe, {{"num-virtual-stages-per-pipeline-rank", "2"}});
+  const Workload glm_w =
+      testing::load(glm.model, glm.gpu, glm.gpus, glm.seq, glm.gbs, glm.precision);
+  const Workload llama_w =
+      testing::load(llama.model, llama.gpu, llama.gpus, llama.seq, llama.gbs, llama.precision);
+  // Runs (an infrastructure failure is the node's, not the recipe's), not merely "not out of
+  // memory": a layout Megatron refused would pass that.
   for (std::uint64_t seed = 7001; seed <= 7012; ++seed) {
-    EXPECT_NE(outcome_at(glm, glm_tp1_full, seed), JobOutcome::kOutOfMemory) << "GLM, " << seed;
-    EXPECT_NE(outcome_at(llama, llama_vp2, seed), JobOutcome::kOutOfMemory) << "VP2, " << seed;
+    const JobOutcome tp1 = outcome_at(glm_w, glm, glm_tp1_full, seed);
+    const JobOutcome vp2 = outcome_at(llama_w, llama, llama_vp2, seed);
+    EXPECT_TRUE(ran(tp1)) << "GLM-4.5 TP1, seed " << seed << ": " << job_outcome_name(tp1);
+    EXPECT_TRUE(ran(vp2)) << "Llama VP2, seed " << seed << ": " << job_outcome_name(vp2);
   }
 }
 

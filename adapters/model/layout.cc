@@ -84,6 +84,7 @@ constexpr std::string_view kGlobalBatch = "--global-batch-size";
 constexpr std::string_view kMaxConnectionsEnv = "CUDA_DEVICE_MAX_CONNECTIONS";
 constexpr std::string_view kFusedGroupedMlpEnv = "NVTE_CUTEDSL_FUSED_GROUPED_MLP";
 constexpr std::string_view kTeOpFuser = "--use-transformer-engine-op-fuser";
+constexpr std::string_view kMoeGluInterleave = "--moe-mlp-glu-interleave-size";
 
 // Megatron's text for each enum value, in enum order.
 constexpr std::string_view kGranularityNames[] = {"", "selective", "full"};
@@ -288,6 +289,7 @@ Layout build_default_layout() {
   d.fp8_recipe = catalog_text(c, kFp8Recipe);
   d.fp16 = catalog_switch(c, kFp16);
   d.te_op_fuser = catalog_switch(c, kTeOpFuser);
+  d.moe_glu_interleave_size = catalog_int(c, kMoeGluInterleave);
   return d;
 }
 
@@ -1033,6 +1035,7 @@ void read_other(FlagReader& f, const Recipe& recipe, Layout& l) {
   f.read_text(kFp8Recipe, l.fp8_recipe);
   f.read_switch(kFp16, l.fp16);
   f.read_switch(kTeOpFuser, l.te_op_fuser);
+  f.read_int(kMoeGluInterleave, l.moe_glu_interleave_size);
   auto env = recipe.env.find(std::string(kMaxConnectionsEnv));
   l.cuda_device_max_connections_one = env != recipe.env.end() && env->second == "1";
   auto fused_mlp = recipe.env.find(std::string(kFusedGroupedMlpEnv));

@@ -145,6 +145,9 @@ struct Layout {
   // variable does nothing (performance_model.cc).
   bool fused_grouped_mlp = false;
   bool te_op_fuser = false;  // --use-transformer-engine-op-fuser
+  // --moe-mlp-glu-interleave-size: the experts' FC1 interleaves gate and linear rows in blocks of
+  // this many (0 = not interleaved); the fused grouped MLP's kernel takes only 32.
+  int moe_glu_interleave_size = 0;
 };
 
 // A Layout with Megatron's default for every setting, read from ArgCatalog::megatron().

@@ -333,14 +333,30 @@ double attention_efficiency(const HardwareSpec& hw, double key_tokens, double he
   return peak_fraction * length * head;
 }
 
+// Whether the experts' FC1, activation and FC2 have the shape Transformer Engine's fused grouped
+// MLP takes (transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py, fuse_forward_ops): a
+// plain scaled SwiGLU between the two grouped linears (not GPT-OSS's clamped one), neither linear
+// with a bias, every input and output width a multiple of 256, and gate and linear rows
+// interleaved in blocks of 32 (--moe-mlp-glu-interleave-size 32). Anything else runs unfused.
+bool experts_fit_fused_grouped_mlp(const Context& c) {
+  const ModelSpec& m = c.m;
+  const Layout& l = c.l;
+  if (!m.gated_linear_unit || m.add_bias_linear || m.activation_func_clamp_value > 0) return false;
+  if (l.moe_glu_interleave_size != 32 || l.etp < 1) return false;
+  const int f_e = m.moe_ffn_hidden_size / l.etp;
+  const auto fits = [](int width) { return width > 0 && width % 256 == 0; };
+  return fits(m.hidden_size) && fits(f_e) && fits(2 * f_e);
+}
+
 // Whether Transformer Engine runs the experts as its fused grouped MLP: the variable asks for it,
 // and TE takes that path only for grouped GEMMs through its op fuser, on compute capability 10,
-// with a block-scaled (MXFP8) recipe; elsewhere the same modules run unfused.
+// with a block-scaled (MXFP8) recipe, for experts of the shape experts_fit_fused_grouped_mlp
+// names; elsewhere the same modules run unfused.
 bool runs_fused_grouped_mlp(const Context& c) {
   const Layout& l = c.l;
   const bool blackwell = c.hw.compute_capability >= 10.0 && c.hw.compute_capability < 11.0;
   return l.fused_grouped_mlp && l.grouped_gemm && l.te_op_fuser && blackwell && c.fp8 &&
-         l.fp8_recipe == "mxfp8";
+         l.fp8_recipe == "mxfp8" && experts_fit_fused_grouped_mlp(c);
 }
 
 // CPU operations of the token permutation before the dispatch (`dispatch`) or after the

@@ -205,8 +205,8 @@ std::string other_setting(const PublishedRow& r, std::string_view key) {
 
 // The settings of the source's other column the model reads: the uneven pipeline split, the
 // shared-expert overlap, bf16 gradient reduction, the fused cross entropy (on unless it says
-// False), activation offload and Transformer Engine's op fuser (the fused grouped MLP runs only
-// through it).
+// False), activation offload, Transformer Engine's op fuser (the fused grouped MLP runs only
+// through it) and the experts' gate interleaving (which that MLP needs).
 std::string other_flags(const PublishedRow& r) {
   std::string flags;
   if (other_setting(r, "account_for_embedding_in_pipeline_split") == "True") {
@@ -221,6 +221,10 @@ std::string other_flags(const PublishedRow& r) {
   if (other_setting(r, "ddp.grad_reduce_in_fp32") == "False") flags += " --grad-reduce-in-bf16";
   if (other_setting(r, "use_transformer_engine_op_fuser") == "True") {
     flags += " --use-transformer-engine-op-fuser";
+  }
+  const std::string interleave = other_setting(r, "moe_mlp_glu_interleave_size");
+  if (!interleave.empty() && interleave != "None") {
+    flags += " --moe-mlp-glu-interleave-size " + interleave;
   }
   if (other_setting(r, "cross_entropy_loss_fusion") != "False") {
     flags += " --cross-entropy-loss-fusion";

@@ -338,6 +338,11 @@ double attention_efficiency(const HardwareSpec& hw, double key_tokens, double he
 // plain scaled SwiGLU between the two grouped linears (not GPT-OSS's clamped one), neither linear
 // with a bias, every input and output width a multiple of 256, and gate and linear rows
 // interleaved in blocks of 32 (--moe-mlp-glu-interleave-size 32). Anything else runs unfused.
+// Later Transformer Engine releases widen the pattern (ops/_common.py, fuse_grouped_mlp_ops:
+// GPT-OSS's clamped GLU, biases, widths a multiple of 64). The published GPT-OSS-120B MXFP8 rows
+// of Megatron-Bridge 26.06 and 26.08 ran as the narrower pattern says (the model is within 2.5% of
+// them; fused, it would be 40-44% over), so the model keeps it: a recipe does not say which
+// Transformer Engine it runs on.
 bool experts_fit_fused_grouped_mlp(const Context& c) {
   const ModelSpec& m = c.m;
   const Layout& l = c.l;

@@ -333,35 +333,46 @@ double attention_efficiency(const HardwareSpec& hw, double key_tokens, double he
   return peak_fraction * length * head;
 }
 
-// Whether the experts' FC1, activation and FC2 have the shape Transformer Engine's fused grouped
-// MLP takes (transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py, fuse_forward_ops): a
-// plain scaled SwiGLU between the two grouped linears (not GPT-OSS's clamped one), neither linear
-// with a bias, every input and output width a multiple of 256, and gate and linear rows
-// interleaved in blocks of 32 (--moe-mlp-glu-interleave-size 32). Anything else runs unfused.
+// Why Transformer Engine would not run the experts as its fused grouped MLP, or empty when it would
+// (given that the variable asks for it). TE takes that path only for grouped GEMMs through its op
+// fuser, on compute capability 10, with a block-scaled (MXFP8) recipe, and only for experts of the
+// shape its pattern check fuses (transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py,
+// fuse_forward_ops): a plain scaled SwiGLU between the two grouped linears (not GPT-OSS's clamped
+// one), neither linear with a bias, every input and output width a multiple of 256, and gate and
+// linear rows interleaved in blocks of 32 (--moe-mlp-glu-interleave-size 32). Anything else runs
+// unfused.
 // Later Transformer Engine releases widen the pattern (ops/_common.py, fuse_grouped_mlp_ops:
 // GPT-OSS's clamped GLU, biases, widths a multiple of 64). The published GPT-OSS-120B MXFP8 rows
 // of Megatron-Bridge 26.06 and 26.08 ran as the narrower pattern says (the model is within 2.5% of
 // them; fused, it would be 40-44% over), so the model keeps it: a recipe does not say which
 // Transformer Engine it runs on.
-bool experts_fit_fused_grouped_mlp(const Context& c) {
+std::string fused_grouped_mlp_refusal(const Context& c) {
   const ModelSpec& m = c.m;
   const Layout& l = c.l;
-  if (!m.gated_linear_unit || m.add_bias_linear || m.activation_func_clamp_value > 0) return false;
-  if (l.moe_glu_interleave_size != 32 || l.etp < 1) return false;
-  const int f_e = m.moe_ffn_hidden_size / l.etp;
-  const auto fits = [](int width) { return width > 0 && width % 256 == 0; };
-  return fits(m.hidden_size) && fits(f_e) && fits(2 * f_e);
+  if (!is_moe(m)) return "the model has no experts";
+  if (!l.grouped_gemm) return "the experts do not use grouped GEMMs (--moe-grouped-gemm)";
+  if (!l.te_op_fuser) return "it runs only through --use-transformer-engine-op-fuser";
+  if (c.hw.compute_capability < 10.0 || c.hw.compute_capability >= 11.0) {
+    return "it runs only on compute capability 10 (B200, B300, GB200, GB300)";
+  }
+  if (!c.fp8 || l.fp8_recipe != "mxfp8") return "it runs only with --fp8-recipe mxfp8";
+  if (!m.gated_linear_unit || m.activation_func_clamp_value > 0) {
+    return "the experts' activation is not a plain SwiGLU";
+  }
+  if (m.add_bias_linear) return "the experts' linears have biases";
+  const int f_e = m.moe_ffn_hidden_size / std::max(1, l.etp);
+  if (m.hidden_size % 256 != 0 || f_e % 256 != 0) {
+    return "the experts' widths (" + std::to_string(m.hidden_size) + ", " + std::to_string(f_e) +
+           ") are not multiples of 256";
+  }
+  if (l.moe_glu_interleave_size != 32) {
+    return "it needs --moe-mlp-glu-interleave-size 32";
+  }
+  return "";
 }
 
-// Whether Transformer Engine runs the experts as its fused grouped MLP: the variable asks for it,
-// and TE takes that path only for grouped GEMMs through its op fuser, on compute capability 10,
-// with a block-scaled (MXFP8) recipe, for experts of the shape experts_fit_fused_grouped_mlp
-// names; elsewhere the same modules run unfused.
 bool runs_fused_grouped_mlp(const Context& c) {
-  const Layout& l = c.l;
-  const bool blackwell = c.hw.compute_capability >= 10.0 && c.hw.compute_capability < 11.0;
-  return l.fused_grouped_mlp && l.grouped_gemm && l.te_op_fuser && blackwell && c.fp8 &&
-         l.fp8_recipe == "mxfp8" && experts_fit_fused_grouped_mlp(c);
+  return c.l.fused_grouped_mlp && fused_grouped_mlp_refusal(c).empty();
 }
 
 // CPU operations of the token permutation before the dispatch (`dispatch`) or after the
@@ -1291,6 +1302,10 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
   p.edp = r.edp;
   p.vp = r.vp;
   p.microbatches = r.microbatches;
+  if (r.layout.fused_grouped_mlp && !runs_fused_grouped_mlp(c)) {
+    p.notes.push_back("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 changes nothing: " +
+                      fused_grouped_mlp_refusal(c));
+  }
   const LayerParts parts = layer_parts(c);
   std::vector<StageWork> works = stage_works(c, parts);
   step_breakdown(c, works, p);

@@ -105,6 +105,8 @@ struct Prediction {
   Breakdown breakdown;
   int critical_stage = 0;  // the pipeline rank whose microbatch time sets the pace
   std::vector<StageTiming> stages;
+  // What the recipe asks for that does not happen on this model and hardware, and why.
+  std::vector<std::string> notes;
 };
 
 }  // namespace attune::sim

@@ -458,45 +458,55 @@ TEST(SimPerformance, TheFusedGroupedMlpSpeedsTheExpertsOnly) {
   EXPECT_GT(fused.tokens_per_s_per_gpu, grouped.tokens_per_s_per_gpu);
   // Transformer Engine takes the fused path only through its op fuser, on compute capability 10,
   // with a block-scaled recipe, and for grouped GEMMs; elsewhere the variable does nothing.
-  const auto unchanged = [&](const Workload& on, const std::string& rest) {
+  // The prediction then says why the variable changes nothing; where it runs, it says nothing.
+  EXPECT_TRUE(fused.notes.empty());
+  EXPECT_TRUE(grouped.notes.empty());
+  const auto unchanged = [&](const Workload& on, const std::string& rest, const char* why) {
     const Prediction a = predict_text(on, plain + rest);
     const Prediction b = predict_text(on, asked + rest);
     EXPECT_TRUE(a.valid && b.valid) << a.error << b.error;
     EXPECT_DOUBLE_EQ(a.breakdown.gemm_s, b.breakdown.gemm_s) << rest;
     EXPECT_DOUBLE_EQ(a.step_time_s, b.step_time_s) << rest;
+    ASSERT_EQ(b.notes.size(), 1u) << rest;
+    EXPECT_EQ(b.notes[0], std::string("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 changes nothing: ") + why);
   };
-  unchanged(w, flags + " --moe-grouped-gemm");                 // no op fuser
-  unchanged(w, flags + " --use-transformer-engine-op-fuser");  // no grouped GEMMs
-  unchanged(workload("qwen3-30b-a3b", "h100", 8, 4096, 256, Precision::kFp8), flags + fuser);
+  unchanged(w, flags + " --moe-grouped-gemm",
+            "it runs only through --use-transformer-engine-op-fuser");
+  unchanged(w, flags + " --use-transformer-engine-op-fuser",
+            "the experts do not use grouped GEMMs (--moe-grouped-gemm)");
+  unchanged(workload("qwen3-30b-a3b", "h100", 8, 4096, 256, Precision::kFp8), flags + fuser,
+            "it runs only on compute capability 10 (B200, B300, GB200, GB300)");
   const std::string tensorwise =
       "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
       "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
       "--fp8-recipe tensorwise";
-  unchanged(w, tensorwise + fuser);
+  unchanged(w, tensorwise + fuser, "it runs only with --fp8-recipe mxfp8");
   const std::string bf16 =
       "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
       "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-recipe mxfp8";
-  unchanged(workload("qwen3-30b-a3b", "b200", 8, 4096, 256), bf16 + fuser);
+  unchanged(workload("qwen3-30b-a3b", "b200", 8, 4096, 256), bf16 + fuser,
+            "it runs only with --fp8-recipe mxfp8");
   // A dense model has no experts to fuse.
   unchanged(workload("llama3.1-8b", "b200", 8, 4096, 256),
-            "--micro-batch-size 1 --use-distributed-optimizer --use-transformer-engine-op-fuser");
+            "--micro-batch-size 1 --use-distributed-optimizer --use-transformer-engine-op-fuser",
+            "the model has no experts");
   // Transformer Engine fuses only a plain SwiGLU between unbiased grouped linears whose widths are
   // multiples of 256, with gate and linear rows interleaved in blocks of 32 (fuse_forward_ops).
   const std::string not_interleaved =
       "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
       "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
       "--fp8-recipe mxfp8";
-  unchanged(w, not_interleaved + fuser);
+  unchanged(w, not_interleaved + fuser, "it needs --moe-mlp-glu-interleave-size 32");
   Workload biased = w;
   biased.model.add_bias_linear = true;
-  unchanged(biased, flags + fuser);
+  unchanged(biased, flags + fuser, "the experts' linears have biases");
   Workload clamped = w;
   clamped.model.activation_func_clamp_value = 7.0;
-  unchanged(clamped, flags + fuser);
+  unchanged(clamped, flags + fuser, "the experts' activation is not a plain SwiGLU");
   Workload narrow = w;
-  ASSERT_EQ(narrow.model.moe_ffn_hidden_size % 256, 0);
+  ASSERT_EQ(narrow.model.moe_ffn_hidden_size, 768);
   narrow.model.moe_ffn_hidden_size += 128;
-  unchanged(narrow, flags + fuser);
+  unchanged(narrow, flags + fuser, "the experts' widths (2048, 896) are not multiples of 256");
 }
 
 // Overlapped communication is not free: its kernels hold SMs, so the compute it overlaps runs

@@ -543,10 +543,48 @@ TEST_F(Report, CalibrateExplainsOneRow) {
   EXPECT_NE(row.out.find("--cuda-graph-modules moe_router moe_preprocess"), std::string::npos);
   EXPECT_NE(row.out.find("--micro-batch-size 1"), std::string::npos);
   EXPECT_NE(row.out.find("breakdown    (critical stage 0"), std::string::npos);
+  // A setting the row asks for that does not take effect is named with the reason, in lines of at
+  // most 100 columns: Transformer Engine does not fuse GPT-OSS's clamped, biased experts.
+  const CommandOutcome oss =
+      attune("sim calibrate --explain mb-26.08-gpt-oss-120b-gb200-64-fp8-mx");
+  ASSERT_EQ(oss.exit_code, 0) << oss.err;
+  EXPECT_NE(oss.out.find("\nnote         NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 changes nothing: the "
+                         "experts' activation is not a"),
+            std::string::npos)
+      << oss.out;
+  std::istringstream lines(oss.out);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
   const CommandOutcome unknown = attune("sim calibrate --explain no-such-row");
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.err.find("no row has that id"), std::string::npos) << unknown.err;
   EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1);
+}
+
+// `sim predict` and `sim sweep` fit their text in 100 columns where layouts and stages are long:
+// GLM-4.5 on 128 B200 (eight pipeline stages, layouts with uneven splits and a dispatcher), and
+// DeepSeek-V3's published 26.08 GB300 recipe (virtual stages, MTP, CUDA graphs).
+TEST_F(Report, SimPredictAndSweepFitOneHundredColumns) {
+  const std::string glm =
+      " --model glm-4.5 --gpu b200 --gpus 128 --seq 4096 --gbs 2048 --recipe glm-4.5-b200x128"
+      " --stack slime";
+  const std::vector<std::string> commands = {
+      "sim predict" + glm, "sim sweep" + glm + " --top 5",
+      "sim calibrate --explain mb-26.08-deepseek-v3-gb300-256-fp8-mx"};
+  for (const std::string& command : commands) {
+    const CommandOutcome outcome = attune(command);
+    ASSERT_EQ(outcome.exit_code, 0) << command << ": " << outcome.err;
+    std::istringstream lines(outcome.out);
+    int count = 0;
+    for (std::string line; std::getline(lines, line); ++count) {
+      EXPECT_LE(line.size(), 100u) << command << ": " << line;
+    }
+    EXPECT_GT(count, 5) << command;
+  }
+  // The stage lines still give every part of the peak.
+  const CommandOutcome predict = attune("sim predict" + glm);
+  EXPECT_NE(predict.out.find("  stage 0: "), std::string::npos) << predict.out;
+  EXPECT_NE(predict.out.find("           weights "), std::string::npos) << predict.out;
+  EXPECT_NE(predict.out.find(", transient "), std::string::npos) << predict.out;
 }
 
 // `sim calibrate` prints one line of at most 100 columns per published row, and no two rows'

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "projections/number_format.h"
+#include "projections/text_table.h"
 
 namespace attune::cli {
 namespace {
@@ -32,6 +33,23 @@ nlohmann::json breakdown_json(const sim::Breakdown& b) {
           {"host_s", b.host_s},           {"loop_s", b.loop_s}};
 }
 
+constexpr std::size_t kColumns = 100;
+
+// One pipeline stage: its peak memory, layers and microbatch time, then the peak's parts on a
+// second line, so that each fits in 100 columns.
+std::string stage_lines(const sim::StageTiming& s) {
+  const sim::StageMemory& m = s.memory;
+  const std::string stage = "  stage " + std::to_string(s.pipeline_rank) + ": ";
+  return stage + format_fixed(m.peak_gib, 1) + " GiB, " + std::to_string(s.decoder_layers) +
+         " layers" + (s.mtp_layers ? " + " + std::to_string(s.mtp_layers) + " MTP" : "") +
+         (s.embedding ? " +embedding" : "") + (s.loss ? " +loss" : "") + ", " +
+         format_fixed(1000 * s.microbatch_s, 2) + " ms/microbatch\n" +
+         std::string(stage.size(), ' ') + "weights " + format_fixed(m.weights_gib, 1) +
+         ", gradients " + format_fixed(m.gradients_gib, 1) + ", optimizer " +
+         format_fixed(m.optimizer_gib, 1) + ", activations " + format_fixed(m.activations_gib, 1) +
+         ", transient " + format_fixed(m.transient_gib, 1);
+}
+
 }  // namespace
 
 nlohmann::json prediction_json(const sim::Prediction& p) {
@@ -55,6 +73,7 @@ nlohmann::json prediction_json(const sim::Prediction& p) {
   out["peak_memory_gib_by_stage"] = p.peak_memory_gib_by_stage;
   out["breakdown"] = breakdown_json(p.breakdown);
   out["critical_stage"] = p.critical_stage;
+  out["notes"] = p.notes;
   nlohmann::json stages = nlohmann::json::array();
   for (const sim::StageTiming& s : p.stages) {
     const sim::StageMemory& m = s.memory;
@@ -92,7 +111,14 @@ std::string workload_line(const sim::Workload& w) {
 
 void print_prediction(const sim::Prediction& p) {
   const sim::Breakdown& b = p.breakdown;
-  std::cout << "layout       " << p.layout << " (" << p.microbatches << " microbatches)\n";
+  const std::string indent(13, ' ');
+  std::cout << wrap_words("layout       " + p.layout + " (" + std::to_string(p.microbatches) +
+                              " microbatches)",
+                          kColumns, indent)
+            << "\n";
+  for (const std::string& note : p.notes) {
+    std::cout << wrap_words("note         " + note, kColumns, indent) << "\n";
+  }
   std::cout << "step time    " << format_fixed(p.step_time_s, 3) << " s\n";
   std::cout << "throughput   " << format_fixed(p.tokens_per_s_per_gpu, 1) << " tokens/s/GPU, MFU "
             << format_fixed(100 * p.mfu, 1) << "%, Megatron "
@@ -100,18 +126,7 @@ void print_prediction(const sim::Prediction& p) {
   std::cout << "memory       peak " << format_fixed(p.peak_memory_gib, 1) << " GiB of "
             << format_fixed(p.memory_capacity_gib, 1)
             << " GiB: " << (p.fits_in_memory ? "fits" : "OUT OF MEMORY") << "\n";
-  for (const sim::StageTiming& s : p.stages) {
-    const sim::StageMemory& m = s.memory;
-    std::cout << "  stage " << s.pipeline_rank << ": " << format_fixed(m.peak_gib, 1)
-              << " GiB (weights " << format_fixed(m.weights_gib, 1) << ", gradients "
-              << format_fixed(m.gradients_gib, 1) << ", optimizer "
-              << format_fixed(m.optimizer_gib, 1) << ", activations "
-              << format_fixed(m.activations_gib, 1) << ", transient "
-              << format_fixed(m.transient_gib, 1) << "), " << s.decoder_layers << " layers"
-              << (s.mtp_layers ? " + " + std::to_string(s.mtp_layers) + " MTP" : "")
-              << (s.embedding ? " +embedding" : "") << (s.loss ? " +loss" : "") << ", "
-              << format_fixed(1000 * s.microbatch_s, 2) << " ms/microbatch\n";
-  }
+  for (const sim::StageTiming& s : p.stages) std::cout << stage_lines(s) << "\n";
   auto line = [&](const char* name, double seconds) {
     std::cout << "  " << name << std::string(14 - std::string(name).size(), ' ')
               << format_fixed(seconds, 3) << " s  "

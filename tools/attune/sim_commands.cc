@@ -18,6 +18,7 @@
 #include "adapters/model/sweep.h"
 #include "core/text_file.h"
 #include "projections/number_format.h"
+#include "projections/text_table.h"
 #include "tools/attune/cli.h"
 #include "tools/attune/prediction_output.h"
 
@@ -151,6 +152,37 @@ int run_predict(const SimOptions& o) {
   return kExitOk;
 }
 
+// The sweep as text: the baseline, then the best layouts, each in lines of at most 100 columns.
+void print_sweep(const Workload& workload, const sim::SweepResult& result) {
+  std::cout << workload_line(workload) << "\n";
+  std::cout << result.layouts_considered << " layouts considered, " << result.layouts_valid
+            << " valid, " << result.layouts_fitting << " fit in memory\n";
+  const sim::Prediction& base = result.baseline;
+  const std::string indent(4, ' ');
+  if (base.valid) {
+    std::cout << wrap_words("baseline: " + format_fixed(base.tokens_per_s_per_gpu, 1) +
+                                " tokens/s/GPU, " + base.layout +
+                                (base.fits_in_memory ? "" : " (OUT OF MEMORY)"),
+                            100, indent)
+              << "\n";
+  } else {
+    std::cout << "baseline: invalid: " << base.error << "\n";
+  }
+  int rank = 1;
+  for (const sim::SweepEntry& entry : result.best) {
+    const sim::Prediction& p = entry.prediction;
+    std::string line = "#" + std::to_string(rank++) + "  " +
+                       format_fixed(p.tokens_per_s_per_gpu, 1) + " tokens/s/GPU";
+    if (base.valid && base.fits_in_memory) {
+      const double gain = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu - 1;
+      line += " (" + std::string(gain >= 0 ? "+" : "") + format_fixed(100 * gain, 1) + "%)";
+    }
+    line += ", MFU " + format_fixed(100 * p.mfu, 1) + "%, peak " +
+            format_fixed(p.peak_memory_gib, 1) + " GiB, " + p.layout;
+    std::cout << wrap_words(line, 100, indent) << "\n";
+  }
+}
+
 int run_sweep(const SimOptions& o) {
   Result<Workload> workload = load_workload(o);
   if (!workload.ok()) return fail(workload.error());
@@ -187,27 +219,7 @@ int run_sweep(const SimOptions& o) {
     write_json_output(std::move(out));
     return kExitOk;
   }
-  std::cout << workload_line(workload.value()) << "\n";
-  std::cout << result->layouts_considered << " layouts considered, " << result->layouts_valid
-            << " valid, " << result->layouts_fitting << " fit in memory\n";
-  if (base.valid) {
-    std::cout << "baseline: " << format_fixed(base.tokens_per_s_per_gpu, 1) << " tokens/s/GPU, "
-              << base.layout << (base.fits_in_memory ? "" : " (OUT OF MEMORY)") << "\n";
-  } else {
-    std::cout << "baseline: invalid: " << base.error << "\n";
-  }
-  int rank = 1;
-  for (const sim::SweepEntry& entry : result->best) {
-    const sim::Prediction& p = entry.prediction;
-    std::cout << "#" << rank++ << "  " << format_fixed(p.tokens_per_s_per_gpu, 1)
-              << " tokens/s/GPU";
-    if (base.valid && base.fits_in_memory) {
-      const double gain = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu - 1;
-      std::cout << " (" << (gain >= 0 ? "+" : "") << format_fixed(100 * gain, 1) << "%)";
-    }
-    std::cout << ", MFU " << format_fixed(100 * p.mfu, 1) << "%, peak "
-              << format_fixed(p.peak_memory_gib, 1) << " GiB, " << p.layout << "\n";
-  }
+  print_sweep(workload.value(), result.value());
   return kExitOk;
 }
 

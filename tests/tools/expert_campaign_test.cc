@@ -824,12 +824,21 @@ TEST_F(ExpertCampaign, RandomSearchDrawsRowsPerMicrobatchOnlyWhereThePolicyFrees
 // The text report fits a 100-column terminal with three campaigns per arm, and says what its
 // columns and its GPU-hours without calibration are.
 TEST_F(ExpertCampaign, CompareTextFitsOneHundredColumns) {
+  // Two workloads, one with the longest name a campaign may have (48 characters), a drawn
+  // held-out seed, and the progress lines on stderr with the rest.
   const std::string file = demo_with_tuner(root_, "expert");
+  const fs::path longest = root_ / "longest.toml";
+  rewrite(file, longest, "name = \"qwen3-30b-a3b-demo\"",
+          "name = \"qwen3-30b-a3b-h100x16-the-longest-name-allowed48\"");
   int code = -1;
-  const std::string out = run_out(
-      attune() + " compare --campaign " + file + " --arms expert,random --seeds 3 2>/dev/null",
-      &code);
+  const std::string out =
+      run_out(attune() + " compare --campaigns " + file + "," + longest.string() +
+                  " --arms expert,random --seeds 1 --holdout-seeds 1 2>&1",
+              &code);
   ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("Summary (the paper's Table 3)"), std::string::npos) << out;
+  EXPECT_NE(out.find("\ngiven: reality seed 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nheld out: reality seed "), std::string::npos) << out;
   std::istringstream lines(out);
   std::string line;
   int count = 0;

@@ -32,6 +32,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -55,6 +56,9 @@
 
 namespace attune::cli {
 namespace {
+
+constexpr std::size_t kColumns = 100;        // the terminal width every line of text fits
+constexpr std::size_t kWorkloadColumn = 32;  // longer campaign names are cut in the summary table
 
 namespace fs = std::filesystem;
 
@@ -337,13 +341,17 @@ Status run_campaigns(const CampaignSpec& spec, std::uint32_t seeds, const fs::pa
         auto recipe = parse_recipe(state->view.stop.shipped->recipe, "shipped");
         if (recipe.ok()) recipes[result.shipped_hash] = recipe.value();
       }
-      std::cerr << "compare: " << spec.name << ", reality " << spec.reality_seed << ": " << arm.name
-                << " seed " << seed << ": shipped "
-                << (result.shipped_baseline
-                        ? std::string("the baseline")
-                        : format_signed_percent(state->view.stop.shipped->gain_fraction, 1))
-                << ", " << result.launches << " launches, " << format_fixed(result.gpu_hours, 1)
-                << " GPU-hours\n";
+      const std::string shipped =
+          result.shipped_baseline
+              ? std::string("the baseline")
+              : format_signed_percent(state->view.stop.shipped->gain_fraction, 1);
+      std::cerr << wrap_words("compare: " + spec.name + ", reality " +
+                                  std::to_string(spec.reality_seed) + ": " + arm.name + " seed " +
+                                  std::to_string(seed) + ": shipped " + shipped + ", " +
+                                  format_fixed(result.launches, 0) + " launches, " +
+                                  format_fixed(result.gpu_hours, 1) + " GPU-hours",
+                              kColumns, "    ")
+                << "\n";
       arm.campaigns.push_back(result);
     }
   }
@@ -562,9 +570,13 @@ nlohmann::json comparison_json(const Comparison& c, std::uint32_t seeds) {
 }
 
 void print_comparison(const Comparison& c, std::uint32_t seeds) {
-  std::cout << c.spec.name << ": " << c.spec.model << " on " << c.spec.gpus << " x "
-            << c.spec.hardware << ", reality seed " << c.spec.reality_seed
-            << (c.held_out ? " (held out)" : "") << ", " << seeds << " campaigns per arm\n";
+  std::cout << wrap_words(c.spec.name + ": " + c.spec.model + " on " + std::to_string(c.spec.gpus) +
+                              " x " + c.spec.hardware + ", reality seed " +
+                              std::to_string(c.spec.reality_seed) +
+                              (c.held_out ? " (held out)" : "") + ", " + std::to_string(seeds) +
+                              " campaigns per arm",
+                          kColumns, "  ")
+            << "\n";
   std::cout << "final stage: baseline " << format_fixed(c.baseline_value, 1)
             << " tokens/s/GPU, oracle " << format_fixed(c.oracle_value, 1) << " ("
             << format_signed_percent(c.oracle_value / c.baseline_value - 1, 1) << "), band "
@@ -608,7 +620,8 @@ void print_comparison(const Comparison& c, std::uint32_t seeds) {
     search += (search.empty() ? " " : ", ") + arm.name + " " +
               format_fixed(arm.mean(&CampaignResult::search_gpu_hours), 1);
   }
-  std::cout << "GPU-hours without the calibration runs:" << search << "\n\n";
+  std::cout << wrap_words("GPU-hours without the calibration runs:" + search, kColumns, "  ")
+            << "\n\n";
   if (c.verdicts.empty()) std::cout << "no arm beats another by more than the band\n";
   for (const ArmVerdict& v : c.verdicts) {
     std::cout << v.winner << " beats " << v.loser << " (mean "
@@ -716,37 +729,45 @@ std::string seeds_text(const std::vector<std::uint64_t>& seeds) {
 }
 
 void print_summaries(const std::vector<WorkloadSummary>& summaries) {
-  std::cout << "\nSummary (the paper's Table 3): mean over every campaign of each workload\n";
+  std::cout << "\nSummary (the paper's Table 3): mean over every campaign of each workload\n"
+            << "gain: the mean; GPU-h: the mean per campaign, and without the calibration runs\n";
   TextTable table({{"workload"},
                    {"seeds"},
                    {"arm"},
-                   {"mean gain", Align::kRight},
+                   {"gain", Align::kRight},
                    {"of oracle", Align::kRight},
-                   {"GPU-hours", Align::kRight},
+                   {"GPU-h", Align::kRight},
                    {"no calib.", Align::kRight}});
+  // The seeds themselves go below the table, so that it fits 100 columns however many there are.
+  std::vector<std::string> seed_lines;
   for (const WorkloadSummary& s : summaries) {
+    const std::string kind = s.held_out ? "held out" : "given";
     for (const ArmSummary& a : s.arms) {
-      table.add_row({s.workload,
-                     (s.held_out ? "held out " : "given ") + seeds_text(s.reality_seeds), a.arm,
+      table.add_row({cut_to_width(s.workload, kWorkloadColumn), kind, a.arm,
                      format_signed_percent(a.gain, 1), format_percent(a.oracle_fraction, 0),
                      format_fixed(a.gpu_hours, 1), format_fixed(a.search_gpu_hours, 1)});
     }
+    const std::string line = kind + ": reality seed" + (s.reality_seeds.size() > 1 ? "s " : " ") +
+                             seeds_text(s.reality_seeds);
+    if (std::find(seed_lines.begin(), seed_lines.end(), line) == seed_lines.end()) {
+      seed_lines.push_back(line);
+    }
   }
   std::cout << table.render();
+  for (const std::string& line : seed_lines) std::cout << wrap_words(line, kColumns, "  ") << "\n";
   for (const WorkloadSummary& s : summaries) {
     if (!s.expert_gpu_hours_ratio && !s.expert_gain_over_best_black_box) continue;
-    std::cout << s.workload << (s.held_out ? " (held out)" : " (given)") << ": expert GPU-hours "
-              << (s.expert_gpu_hours_ratio ? format_fixed(*s.expert_gpu_hours_ratio, 2) + "x"
-                                           : std::string("-"))
-              << " the cheaper black-box arm's\n  ("
-              << (s.expert_search_gpu_hours_ratio
-                      ? format_fixed(*s.expert_search_gpu_hours_ratio, 2) + "x"
-                      : std::string("-"))
-              << " without calibration); "
-              << (s.expert_gain_over_best_black_box
-                      ? "gain " + format_fixed(*s.expert_gain_over_best_black_box, 2) +
-                            "x the best black-box arm's\n"
-                      : std::string("no black-box arm gained\n"));
+    const auto times = [](const std::optional<double>& ratio) {
+      return ratio ? format_fixed(*ratio, 2) + "x" : std::string("-");
+    };
+    const std::string text =
+        s.workload + (s.held_out ? " (held out)" : " (given)") + ": expert GPU-hours " +
+        times(s.expert_gpu_hours_ratio) + " the cheaper black-box arm's (" +
+        times(s.expert_search_gpu_hours_ratio) + " without calibration); " +
+        (s.expert_gain_over_best_black_box
+             ? "gain " + times(s.expert_gain_over_best_black_box) + " the best black-box arm's"
+             : std::string("no black-box arm gained"));
+    std::cout << wrap_words(text, kColumns, "  ") << "\n";
   }
 }
 

@@ -68,6 +68,8 @@ TEST_F(TraceCommand, DiagnosesACorpusFolderPerStage) {
   EXPECT_TRUE(contains(text.out, "slowest stage:")) << text.out;
   EXPECT_TRUE(contains(text.out, "largest exposed cost:")) << text.out;
   EXPECT_EQ(lines_of(text.out), 4) << text.out;  // header, two stages, the verdict
+  std::istringstream lines(text.out);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
 
   const Outcome out = attune("trace breakdown " + kCorpus + "trace_filter --json");
   ASSERT_EQ(out.exit_code, 0) << out.err;

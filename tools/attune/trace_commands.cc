@@ -142,19 +142,20 @@ nlohmann::json step_json(const profiler::StepBreakdown& s) {
           {"idle_ms", s.idle_ms}};
 }
 
+// One line per stage, in 100 columns: milliseconds per step, exposed communication by kind.
 void print_diagnosis_text(const profiler::Diagnosis& d) {
-  std::printf("%5s %6s %9s %9s", "stage", "rank", "step_ms", "compute");
+  std::printf("%5s %4s %8s %8s", "stage", "rank", "step_ms", "compute");
   for (int k = 1; k < kCommKindCount; ++k) {
-    std::printf(" %8s", profiler::comm_kind_name(static_cast<CommKind>(k)));
+    std::printf(" %7s", profiler::comm_kind_name(static_cast<CommKind>(k)));
   }
-  std::printf(" %9s %8s %5s\n", "host", "idle", "steps");
+  std::printf(" %8s %8s %5s\n", "host", "idle", "steps");
   for (const auto& s : d.stages) {
-    std::printf("%5d %6d %9s %9s", s.stage, s.rank, fixed(s.mean.step_ms, 2).c_str(),
+    std::printf("%5d %4d %8s %8s", s.stage, s.rank, fixed(s.mean.step_ms, 2).c_str(),
                 fixed(s.mean.compute_ms, 2).c_str());
     for (int k = 1; k < kCommKindCount; ++k) {
-      std::printf(" %8s", fixed(s.mean.exposed_comm_ms[k], 2).c_str());
+      std::printf(" %7s", fixed(s.mean.exposed_comm_ms[k], 2).c_str());
     }
-    std::printf(" %9s %8s %5zu\n", fixed(s.mean.host_bound_ms, 2).c_str(),
+    std::printf(" %8s %8s %5zu\n", fixed(s.mean.host_bound_ms, 2).c_str(),
                 fixed(s.mean.idle_ms, 2).c_str(), s.steps.size());
   }
   std::printf("slowest stage: %d (rank %d); largest exposed cost: %s\n", d.stages[d.slowest].stage,

@@ -435,10 +435,11 @@ TEST(SimPerformance, AnFp8GroupedGemmLoopsOverTheLocalExperts) {
 // GEMMs faster than the grouped GEMM and folds their activation into them; nothing else moves,
 // and a dense model or a recipe without grouped GEMMs is unaffected.
 TEST(SimPerformance, TheFusedGroupedMlpSpeedsTheExpertsOnly) {
-  const std::string flags =
+  const std::string experts =
       "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
-      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
-      "--fp8-recipe mxfp8 --moe-mlp-glu-interleave-size 32";
+      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer";
+  const std::string mxfp8 = experts + " --fp8-format hybrid --fp8-recipe mxfp8";
+  const std::string flags = mxfp8 + " --moe-mlp-glu-interleave-size 32";
   const Workload w = workload("qwen3-30b-a3b", "b200", 8, 4096, 256, Precision::kFp8);
   auto predict_text = [&](const Workload& on, const std::string& text) {
     Result<Recipe> recipe = parse_recipe(text);
@@ -476,27 +477,17 @@ TEST(SimPerformance, TheFusedGroupedMlpSpeedsTheExpertsOnly) {
             "the experts do not use grouped GEMMs (--moe-grouped-gemm)");
   unchanged(workload("qwen3-30b-a3b", "h100", 8, 4096, 256, Precision::kFp8), flags + fuser,
             "it runs only on compute capability 10 (B200, B300, GB200, GB300)");
-  const std::string tensorwise =
-      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
-      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
-      "--fp8-recipe tensorwise";
-  unchanged(w, tensorwise + fuser, "it runs only with --fp8-recipe mxfp8");
-  const std::string bf16 =
-      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
-      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-recipe mxfp8";
-  unchanged(workload("qwen3-30b-a3b", "b200", 8, 4096, 256), bf16 + fuser,
+  unchanged(w, experts + " --fp8-format hybrid --fp8-recipe tensorwise" + fuser,
             "it runs only with --fp8-recipe mxfp8");
+  unchanged(workload("qwen3-30b-a3b", "b200", 8, 4096, 256),
+            experts + " --fp8-recipe mxfp8" + fuser, "it runs only with --fp8-recipe mxfp8");
   // A dense model has no experts to fuse.
   unchanged(workload("llama3.1-8b", "b200", 8, 4096, 256),
             "--micro-batch-size 1 --use-distributed-optimizer --use-transformer-engine-op-fuser",
             "the model has no experts");
   // Transformer Engine fuses only a plain SwiGLU between unbiased grouped linears whose widths are
   // multiples of 256, with gate and linear rows interleaved in blocks of 32 (fuse_forward_ops).
-  const std::string not_interleaved =
-      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 8 "
-      "--moe-token-dispatcher-type alltoall --use-distributed-optimizer --fp8-format hybrid "
-      "--fp8-recipe mxfp8";
-  unchanged(w, not_interleaved + fuser, "it needs --moe-mlp-glu-interleave-size 32");
+  unchanged(w, mxfp8 + fuser, "it needs --moe-mlp-glu-interleave-size 32");
   Workload biased = w;
   biased.model.add_bias_linear = true;
   unchanged(biased, flags + fuser, "the experts' linears have biases");

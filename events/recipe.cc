@@ -85,13 +85,15 @@ class WordSplitter {
     current_ = Word{};
     current_.line = line_;
     in_word_ = true;
+    expands_arguments_ = false;
   }
   void end_word() {
     if (!in_word_) return;
     in_word_ = false;
     // "$@" passes on the script's own arguments, and a recipe is read with none: no word, as in
-    // bash. A script attune ships ends its command with it.
-    if (current_.quoted && current_.plain_prefix == 0 && current_.text == "$@") return;
+    // bash. A script attune ships ends its command with it. A '$@' in single quotes, or with its
+    // '$' escaped, is the two characters themselves.
+    if (expands_arguments_ && current_.plain_prefix == 0 && current_.text == "$@") return;
     words_.push_back(std::move(current_));
   }
   void end_command() {
@@ -168,6 +170,7 @@ class WordSplitter {
         i_ += 2;
       } else {
         if (d == '\n') ++line_;
+        if (d == '$' && e == '@') expands_arguments_ = true;
         current_.text += d;
         ++i_;
       }
@@ -182,6 +185,7 @@ class WordSplitter {
   int line_ = 1;
   Word current_;
   bool in_word_ = false;
+  bool expands_arguments_ = false;  // the word holds an unescaped "$@" in double quotes
 };
 
 // Splits shell text into words. Appends to `words`; returns the first failure, if any.

@@ -77,6 +77,20 @@ TEST(RecipeParse, NoOpNotesAndTheScriptsOwnArgumentsExpandToNothing) {
   EXPECT_NE(other.error().find("r.sh:1:"), std::string::npos) << other.error();
 }
 
+// Only "$@" itself, the unescaped expansion in double quotes, passes the script's arguments on. In
+// single quotes or with its '$' escaped it is the two characters, a value like any other, and it
+// keeps its place through the canonical text (a property run found '$@' lost there).
+TEST(RecipeParse, AQuotedOrEscapedDollarAtIsAValue) {
+  for (const char* spelled : {"'$@'", "\"\\$@\"", "\\$@"}) {
+    SCOPED_TRACE(spelled);
+    const Recipe recipe =
+        parse_ok(std::string("python pretrain_gpt.py --my-extension-flag ") + spelled + " \"$@\"");
+    ASSERT_EQ(recipe.flags.size(), 1u);
+    EXPECT_EQ(recipe.flags.at("--my-extension-flag"), "'$@'");
+    EXPECT_EQ(parse_ok(canonical_text(recipe)), recipe);
+  }
+}
+
 TEST(RecipeParse, FlagsOnlyAndCommandOnly) {
   const Recipe flags_only = parse_ok("--micro-batch-size 1");
   EXPECT_EQ(flags_only.command, "");

@@ -40,7 +40,7 @@ constexpr double kDdpBucketParams = 40e6;  // Megatron's default bucket (>= 40M 
 // DeepSeek-V3 and Qwen3-235B-A22B, which alone would take 0.7 for the first; below 0.77 the
 // paper's GLM-4.5 finding (TP1 at 16 stages with full recomputation beats DeepEP) no longer
 // holds in its world, so 0.8. Checked on the rows of the other models (attune sim calibrate).
-// Transformer Engine runs the fused kernel only where runs_fused_grouped_mlp says.
+// Transformer Engine runs the fused kernel only where fused_grouped_mlp_note says.
 constexpr double kGroupedGemmEfficiency = 0.8;
 constexpr double kFusedGroupedMlpEfficiency = 1.2;
 // DeepEP / HybridEP reach this fraction of NVLink bandwidth (DeepEP V2 on SM100: 726 of 900;
@@ -204,6 +204,10 @@ struct Context {
   // Grouped-query attention's RoPE runs as PyTorch operations (kUnfusedRopeExtraBytes); the
   // multi-latent attention's rotary part is not priced apart.
   bool rope_unfused = false;
+  // NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 prices the experts as Transformer Engine's fused grouped MLP;
+  // where the variable is set and does not, the note says why (fused_grouped_mlp_note).
+  bool fused_grouped_mlp = false;
+  std::string fused_grouped_mlp_note{};
   double host_op_s = 0;  // host time per eager operation
   // Context-parallel exchange: the p2p ring (alone or inside a2a+p2p) overlaps attention compute;
   // Ulysses all-to-all and the all-gather run before it.
@@ -333,46 +337,47 @@ double attention_efficiency(const HardwareSpec& hw, double key_tokens, double he
   return peak_fraction * length * head;
 }
 
-// Why Transformer Engine would not run the experts as its fused grouped MLP, or empty when it would
-// (given that the variable asks for it). TE takes that path only for grouped GEMMs through its op
-// fuser, on compute capability 10, with a block-scaled (MXFP8) recipe, and only for experts of the
-// shape its pattern check fuses (transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py,
-// fuse_forward_ops): a plain scaled SwiGLU between the two grouped linears (not GPT-OSS's clamped
-// one), neither linear with a bias, every input and output width a multiple of 256, and gate and
-// linear rows interleaved in blocks of 32 (--moe-mlp-glu-interleave-size 32). Anything else runs
-// unfused.
-// Later Transformer Engine releases widen the pattern (ops/_common.py, fuse_grouped_mlp_ops:
-// GPT-OSS's clamped GLU, biases, widths a multiple of 64). The published GPT-OSS-120B MXFP8 rows
-// of Megatron-Bridge 26.06 and 26.08 ran as the narrower pattern says (the model is within 2.5% of
-// them; fused, it would be 40-44% over), so the model keeps it: a recipe does not say which
-// Transformer Engine it runs on.
-std::string fused_grouped_mlp_refusal(const Context& c) {
+// What the model makes of NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 when it does not price the experts as
+// Transformer Engine's fused grouped MLP: a note saying why, or empty when it does (or when the
+// variable is not set). Megatron-Bridge 26.06 and 26.08 pin Transformer Engine 4220403e and
+// 4329ff84, whose op fuser fuses a grouped linear, a scaled gated activation (SwiGLU, or the
+// clamped quick-GeGLU of GPT-OSS) and a grouped linear, biases included, when every width is a
+// multiple of 64 and gate and linear rows are interleaved in blocks of 32
+// (transformer_engine/pytorch/ops/_common.py, fuse_grouped_mlp_ops), and only through the op fuser,
+// on compute capability 10, with an MXFP8 recipe. Those are the first six refusals below.
+// The last is a measurement, not Transformer Engine's rule: the only published runs of experts
+// with biases or a clamped activation under the variable, GPT-OSS-120B's MXFP8 rows of those two
+// releases on GB200 and GB300, measured within 2.5% of the model's unfused price and 30-31% below
+// its fused one, so the model gives such experts no fused speedup. Why they gained nothing is not
+// known; no other published row can check the rule.
+std::string fused_grouped_mlp_note(const Context& c) {
   const ModelSpec& m = c.m;
   const Layout& l = c.l;
-  if (!is_moe(m)) return "the model has no experts";
-  if (!l.grouped_gemm) return "the experts do not use grouped GEMMs (--moe-grouped-gemm)";
-  if (!l.te_op_fuser) return "it runs only through --use-transformer-engine-op-fuser";
+  if (!l.fused_grouped_mlp) return "";
+  const auto nothing = [](const std::string& why) {
+    return "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 changes nothing: " + why;
+  };
+  if (!is_moe(m)) return nothing("the model has no experts");
+  if (!l.grouped_gemm) return nothing("the experts do not use grouped GEMMs (--moe-grouped-gemm)");
+  if (!l.te_op_fuser) return nothing("it runs only through --use-transformer-engine-op-fuser");
   if (c.hw.compute_capability < 10.0 || c.hw.compute_capability >= 11.0) {
-    return "it runs only on compute capability 10 (B200, B300, GB200, GB300)";
+    return nothing("it runs only on compute capability 10 (B200, B300, GB200, GB300)");
   }
-  if (!c.fp8 || l.fp8_recipe != "mxfp8") return "it runs only with --fp8-recipe mxfp8";
-  if (!m.gated_linear_unit || m.activation_func_clamp_value > 0) {
-    return "the experts' activation is not a plain SwiGLU";
-  }
-  if (m.add_bias_linear) return "the experts' linears have biases";
+  if (!c.fp8 || l.fp8_recipe != "mxfp8") return nothing("it runs only with --fp8-recipe mxfp8");
+  if (!m.gated_linear_unit) return nothing("the experts' activation is not gated");
   const int f_e = m.moe_ffn_hidden_size / std::max(1, l.etp);
-  if (m.hidden_size % 256 != 0 || f_e % 256 != 0) {
-    return "the experts' widths (" + std::to_string(m.hidden_size) + ", " + std::to_string(f_e) +
-           ") are not multiples of 256";
+  if (m.hidden_size % 64 != 0 || f_e % 64 != 0) {
+    return nothing("the experts' widths (" + std::to_string(m.hidden_size) + ", " +
+                   std::to_string(f_e) + ") are not multiples of 64");
   }
   if (l.moe_glu_interleave_size != 32) {
-    return "it needs --moe-mlp-glu-interleave-size 32";
+    return nothing("it needs --moe-mlp-glu-interleave-size 32");
+  }
+  if (m.add_bias_linear || m.activation_func_clamp_value > 0) {
+    return "NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 is priced at no gain: experts with biases or a "
+           "clamped activation measured none from it (GPT-OSS-120B, Megatron-Bridge 26.06, 26.08)";
   }
   return "";
-}
-
-bool runs_fused_grouped_mlp(const Context& c) {
-  return c.l.fused_grouped_mlp && fused_grouped_mlp_refusal(c).empty();
 }
 
 // CPU operations of the token permutation before the dispatch (`dispatch`) or after the
@@ -561,7 +566,7 @@ void moe_parts(const Context& c, LayerParts& parts) {
   const double expert_tokens = l.ep * l.etp * copies / E;
   const double f_e = m.moe_ffn_hidden_size / static_cast<double>(l.etp);
   const double up = m.gated_linear_unit ? 2 : 1;
-  const bool fused = runs_fused_grouped_mlp(c);
+  const bool fused = c.fused_grouped_mlp;
   const double grouped = !l.grouped_gemm ? 1.0
                          : fused         ? kFusedGroupedMlpEfficiency
                                          : kGroupedGemmEfficiency;
@@ -1157,6 +1162,8 @@ Context make_context(const Workload& w, const ResolvedLayout& r, const CostFacto
   c.rope_unfused = rotary && w.model.attention == AttentionKind::kGroupedQuery &&
                    !applies_rope_fusion(l, position);
   c.host_op_s = w.hardware.host_op_us * 1e-6;
+  c.fused_grouped_mlp_note = fused_grouped_mlp_note(c);
+  c.fused_grouped_mlp = l.fused_grouped_mlp && c.fused_grouped_mlp_note.empty();
   // Per-layer lists are read by their first entry.
   const std::string_view cp_type =
       std::string_view(l.cp_comm_type).substr(0, l.cp_comm_type.find(' '));
@@ -1302,10 +1309,7 @@ Prediction predict_resolved(const Workload& w, const ResolvedLayout& r, const Co
   p.edp = r.edp;
   p.vp = r.vp;
   p.microbatches = r.microbatches;
-  if (r.layout.fused_grouped_mlp && !runs_fused_grouped_mlp(c)) {
-    p.notes.push_back("NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 changes nothing: " +
-                      fused_grouped_mlp_refusal(c));
-  }
+  if (!c.fused_grouped_mlp_note.empty()) p.notes.push_back(c.fused_grouped_mlp_note);
   const LayerParts parts = layer_parts(c);
   std::vector<StageWork> works = stage_works(c, parts);
   step_breakdown(c, works, p);

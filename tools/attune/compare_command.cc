@@ -57,7 +57,6 @@
 namespace attune::cli {
 namespace {
 
-constexpr std::size_t kColumns = 100;        // the terminal width every line of text fits
 constexpr std::size_t kWorkloadColumn = 32;  // longer campaign names are cut in the summary table
 
 namespace fs = std::filesystem;
@@ -350,7 +349,7 @@ Status run_campaigns(const CampaignSpec& spec, std::uint32_t seeds, const fs::pa
                                   std::to_string(seed) + ": shipped " + shipped + ", " +
                                   format_fixed(result.launches, 0) + " launches, " +
                                   format_fixed(result.gpu_hours, 1) + " GPU-hours",
-                              kColumns, "    ")
+                              kTerminalWidth, "    ")
                 << "\n";
       arm.campaigns.push_back(result);
     }
@@ -575,7 +574,7 @@ void print_comparison(const Comparison& c, std::uint32_t seeds) {
                               std::to_string(c.spec.reality_seed) +
                               (c.held_out ? " (held out)" : "") + ", " + std::to_string(seeds) +
                               " campaigns per arm",
-                          kColumns, "  ")
+                          kTerminalWidth, "  ")
             << "\n";
   std::cout << "final stage: baseline " << format_fixed(c.baseline_value, 1)
             << " tokens/s/GPU, oracle " << format_fixed(c.oracle_value, 1) << " ("
@@ -620,7 +619,7 @@ void print_comparison(const Comparison& c, std::uint32_t seeds) {
     search += (search.empty() ? " " : ", ") + arm.name + " " +
               format_fixed(arm.mean(&CampaignResult::search_gpu_hours), 1);
   }
-  std::cout << wrap_words("GPU-hours without the calibration runs:" + search, kColumns, "  ")
+  std::cout << wrap_words("GPU-hours without the calibration runs:" + search, kTerminalWidth, "  ")
             << "\n\n";
   if (c.verdicts.empty()) std::cout << "no arm beats another by more than the band\n";
   for (const ArmVerdict& v : c.verdicts) {
@@ -754,7 +753,8 @@ void print_summaries(const std::vector<WorkloadSummary>& summaries) {
     }
   }
   std::cout << table.render();
-  for (const std::string& line : seed_lines) std::cout << wrap_words(line, kColumns, "  ") << "\n";
+  for (const std::string& line : seed_lines)
+    std::cout << wrap_words(line, kTerminalWidth, "  ") << "\n";
   for (const WorkloadSummary& s : summaries) {
     if (!s.expert_gpu_hours_ratio && !s.expert_gain_over_best_black_box) continue;
     const auto times = [](const std::optional<double>& ratio) {
@@ -767,7 +767,7 @@ void print_summaries(const std::vector<WorkloadSummary>& summaries) {
         (s.expert_gain_over_best_black_box
              ? "gain " + times(s.expert_gain_over_best_black_box) + " the best black-box arm's"
              : std::string("no black-box arm gained"));
-    std::cout << wrap_words(text, kColumns, "  ") << "\n";
+    std::cout << wrap_words(text, kTerminalWidth, "  ") << "\n";
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "projections/number_format.h"
 #include "projections/text_table.h"
+#include "tools/attune/cli.h"
 
 namespace attune::cli {
 namespace {
@@ -33,10 +34,8 @@ nlohmann::json breakdown_json(const sim::Breakdown& b) {
           {"host_s", b.host_s},           {"loop_s", b.loop_s}};
 }
 
-constexpr std::size_t kColumns = 100;
-
 // One pipeline stage: its peak memory, layers and microbatch time, then the peak's parts on a
-// second line, so that each fits in 100 columns.
+// second line, so that each fits kTerminalWidth.
 std::string stage_lines(const sim::StageTiming& s) {
   const sim::StageMemory& m = s.memory;
   const std::string stage = "  stage " + std::to_string(s.pipeline_rank) + ": ";
@@ -114,10 +113,10 @@ void print_prediction(const sim::Prediction& p) {
   const std::string indent(13, ' ');
   std::cout << wrap_words("layout       " + p.layout + " (" + std::to_string(p.microbatches) +
                               " microbatches)",
-                          kColumns, indent)
+                          kTerminalWidth, indent)
             << "\n";
   for (const std::string& note : p.notes) {
-    std::cout << wrap_words("note         " + note, kColumns, indent) << "\n";
+    std::cout << wrap_words("note         " + note, kTerminalWidth, indent) << "\n";
   }
   std::cout << "step time    " << format_fixed(p.step_time_s, 3) << " s\n";
   std::cout << "throughput   " << format_fixed(p.tokens_per_s_per_gpu, 1) << " tokens/s/GPU, MFU "

@@ -185,7 +185,8 @@ int explain_row(const std::vector<sim::PublishedRow>& rows, const std::string& i
   auto c = sim::published_case(priced.row);
   ATTUNE_ASSERT(c.ok(), "a priced row has a case");
   const sim::Prediction p = sim::predict(c->workload, c->recipe);
-  std::cout << wrap_words(priced.row.id + ": " + workload_line(c->workload), 100, "  ") << "\n"
+  std::cout << wrap_words(priced.row.id + ": " + workload_line(c->workload), kTerminalWidth, "  ")
+            << "\n"
             << "published    " << format_fixed(priced.row.tokens_per_s_per_gpu, 1)
             << " tokens/s/GPU; predicted " << format_signed_percent(priced.error_raw, 1)
             << " from it\n"

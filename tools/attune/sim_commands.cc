@@ -152,7 +152,7 @@ int run_predict(const SimOptions& o) {
   return kExitOk;
 }
 
-// The sweep as text: the baseline, then the best layouts, each in lines of at most 100 columns.
+// The sweep as text: the baseline, then the best layouts, each in lines of at most kTerminalWidth.
 void print_sweep(const Workload& workload, const sim::SweepResult& result) {
   std::cout << workload_line(workload) << "\n";
   std::cout << result.layouts_considered << " layouts considered, " << result.layouts_valid
@@ -163,7 +163,7 @@ void print_sweep(const Workload& workload, const sim::SweepResult& result) {
     std::cout << wrap_words("baseline: " + format_fixed(base.tokens_per_s_per_gpu, 1) +
                                 " tokens/s/GPU, " + base.layout +
                                 (base.fits_in_memory ? "" : " (OUT OF MEMORY)"),
-                            100, indent)
+                            kTerminalWidth, indent)
               << "\n";
   } else {
     std::cout << "baseline: invalid: " << base.error << "\n";
@@ -174,12 +174,13 @@ void print_sweep(const Workload& workload, const sim::SweepResult& result) {
     std::string line = "#" + std::to_string(rank++) + "  " +
                        format_fixed(p.tokens_per_s_per_gpu, 1) + " tokens/s/GPU";
     if (base.valid && base.fits_in_memory) {
-      const double gain = p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu - 1;
-      line += " (" + std::string(gain >= 0 ? "+" : "") + format_fixed(100 * gain, 1) + "%)";
+      line += " (" +
+              format_signed_percent(p.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu - 1, 1) +
+              ")";
     }
     line += ", MFU " + format_fixed(100 * p.mfu, 1) + "%, peak " +
             format_fixed(p.peak_memory_gib, 1) + " GiB, " + p.layout;
-    std::cout << wrap_words(line, 100, indent) << "\n";
+    std::cout << wrap_words(line, kTerminalWidth, indent) << "\n";
   }
 }
 
